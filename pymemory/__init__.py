@@ -1,0 +1,62 @@
+"""pymemory: private, offline memory for client-side AI agents."""
+
+from .encoder import Encoded, Encoder, RuleEncoder
+from .errors import (
+    ConflictError,
+    ImportFormatError,
+    NotFoundError,
+    PymemoryError,
+    SchemaError,
+    StoreClosedError,
+    StrategyError,
+    ValidationError,
+)
+from .item import ArchivedItem, Feedback, MemoryItem
+from .kv import KvBackend, MapKv
+from .memory import ImportResult, Memory
+from .orchestrator import Candidate, Retrieval, ScoredMemory
+from .strategies import (
+    by_scope,
+    by_tag,
+    by_type,
+    compose,
+    feedback_weight,
+    time_decay,
+    time_window,
+)
+from .tokens import HeuristicTokenCounter, TokenCounter
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArchivedItem",
+    "Candidate",
+    "ConflictError",
+    "Encoded",
+    "Encoder",
+    "Feedback",
+    "HeuristicTokenCounter",
+    "ImportFormatError",
+    "ImportResult",
+    "KvBackend",
+    "MapKv",
+    "Memory",
+    "MemoryItem",
+    "NotFoundError",
+    "PymemoryError",
+    "Retrieval",
+    "RuleEncoder",
+    "SchemaError",
+    "ScoredMemory",
+    "StoreClosedError",
+    "StrategyError",
+    "TokenCounter",
+    "ValidationError",
+    "by_scope",
+    "by_tag",
+    "by_type",
+    "compose",
+    "feedback_weight",
+    "time_decay",
+    "time_window",
+]

@@ -1,0 +1,71 @@
+"""The exceptions pymemory raises. Each has a stable ``code`` that the JS client mirrors.
+
+Every error below is raised before anything is written: a failed call leaves the store
+exactly as it was.
+"""
+
+from __future__ import annotations
+
+
+class PymemoryError(Exception):
+    """Base class of every pymemory error."""
+
+    code = "error"
+
+
+class ValidationError(PymemoryError, ValueError):
+    """An argument or a stored record has a wrong type, value or size."""
+
+    code = "invalid_input"
+
+
+class StrategyError(ValidationError):
+    """A retrieval strategy is unknown or malformed."""
+
+    code = "invalid_strategy"
+
+
+class ImportFormatError(ValidationError):
+    """A JSON Lines import is malformed; ``line`` is the 1-based line that failed."""
+
+    code = "invalid_import"
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+
+
+class NotFoundError(PymemoryError, LookupError):
+    """No memory has the given id."""
+
+    code = "not_found"
+
+
+class ConflictError(PymemoryError):
+    """A memory with this id already exists."""
+
+    code = "conflict"
+
+
+class SchemaError(PymemoryError):
+    """The store was written by a newer pymemory, or is not a pymemory store."""
+
+    code = "schema_mismatch"
+
+
+class StoreClosedError(PymemoryError):
+    """The store (or its KV backend) has been closed."""
+
+    code = "closed"
+
+
+__all__ = [
+    "ConflictError",
+    "ImportFormatError",
+    "NotFoundError",
+    "PymemoryError",
+    "SchemaError",
+    "StoreClosedError",
+    "StrategyError",
+    "ValidationError",
+]

@@ -1,0 +1,370 @@
+"""MemoryItem (seed 002): the unit of memory, its validation and its JSON codec."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from .errors import ValidationError
+
+MemoryType = Literal["message", "tool_result", "user_feedback", "user_preference", "system_event"]
+MEMORY_TYPES: tuple[str, ...] = (
+    "message",
+    "tool_result",
+    "user_feedback",
+    "user_preference",
+    "system_event",
+)
+FeedbackKind = Literal["liked", "disliked", "important"]
+FEEDBACK_KINDS: tuple[str, ...] = ("liked", "disliked", "important")
+
+MAX_CONTENT_CHARS = 200
+MAX_TEXT_CHARS = 100_000
+MAX_METADATA_BYTES = 16_384
+MAX_METADATA_DEPTH = 8
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_REFERENCES = 256
+MAX_TIMESTAMP_MS = 2**53 - 1
+SCOPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}")
+
+# Seed 002: the names of the well-known scopes. Any string matching SCOPE_RE is accepted, so
+# an app can use e.g. "conversation:42" for one conversation.
+SCOPES: tuple[str, ...] = ("conversation", "session", "user", "global")
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """What the user said about a memory: counts of likes and dislikes, and a pin."""
+
+    liked: int = 0
+    disliked: int = 0
+    important: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("liked", "disliked"):
+            value = getattr(self, name)
+            if not _is_int(value) or value < 0:
+                raise ValidationError(f"feedback.{name} must be an int >= 0")
+        if not isinstance(self.important, bool):
+            raise ValidationError("feedback.important must be a bool")
+
+    def add(self, kind: str) -> Feedback:
+        if kind == "liked":
+            return replace(self, liked=self.liked + 1)
+        if kind == "disliked":
+            return replace(self, disliked=self.disliked + 1)
+        if kind == "important":
+            return replace(self, important=True)
+        raise ValidationError(f"feedback must be one of {', '.join(FEEDBACK_KINDS)}, got {kind!r}")
+
+    @property
+    def net(self) -> int:
+        return self.liked - self.disliked
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """One memory. ``content`` is the <= 200-char summary; ``text`` the raw input it came from.
+
+    ``metadata`` always holds ``source`` (str), ``confidence`` (0..1) and ``references``
+    (ids of related memories), plus any JSON keys the caller adds.
+    """
+
+    id: str
+    type: str
+    timestamp: int
+    content: str
+    text: str
+    metadata: dict[str, Any]
+    scope: str = "global"
+    tags: tuple[str, ...] = ()
+    ttl_ms: int | None = None
+    feedback: Feedback = field(default_factory=Feedback)
+    content_method: str = "given"
+
+    def __post_init__(self) -> None:
+        check_id(self.id)
+        check_type(self.type)
+        check_timestamp(self.timestamp)
+        check_content(self.content)
+        check_text(self.text)
+        object.__setattr__(self, "metadata", check_metadata(self.metadata))
+        check_scope(self.scope)
+        object.__setattr__(self, "tags", check_tags(self.tags))
+        check_ttl(self.ttl_ms)
+        if not isinstance(self.feedback, Feedback):
+            raise ValidationError("feedback must be a Feedback")
+        if not isinstance(self.content_method, str) or not 1 <= len(self.content_method) <= 32:
+            raise ValidationError("content_method must be a short string")
+
+    @property
+    def expires_at(self) -> int | None:
+        """Epoch ms after which the item is never returned, or None."""
+        return None if self.ttl_ms is None else self.timestamp + self.ttl_ms
+
+    def is_expired(self, now_ms: int) -> bool:
+        return self.ttl_ms is not None and now_ms >= self.timestamp + self.ttl_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        """The codec's shape. ``text`` is omitted when it equals ``content``."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "type": self.type,
+            "timestamp": self.timestamp,
+            "content": self.content,
+            "content_method": self.content_method,
+            "scope": self.scope,
+            "tags": list(self.tags),
+            "ttl_ms": self.ttl_ms,
+            "feedback": {
+                "liked": self.feedback.liked,
+                "disliked": self.feedback.disliked,
+                "important": self.feedback.important,
+            },
+            "metadata": self.metadata,
+        }
+        if self.text != self.content:
+            out["text"] = self.text
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> MemoryItem:
+        """Rebuild an item from ``to_dict`` output; raises ValidationError on any defect."""
+        if not isinstance(data, dict):
+            raise ValidationError("a memory item must be a JSON object")
+        allowed = {
+            "id", "type", "timestamp", "content", "text", "content_method",
+            "scope", "tags", "ttl_ms", "feedback", "metadata",
+        }  # fmt: skip
+        unknown = set(data) - allowed
+        if unknown:
+            raise ValidationError(f"unknown item fields: {', '.join(sorted(map(str, unknown)))}")
+        missing = {"id", "type", "timestamp", "content", "metadata"} - set(data)
+        if missing:
+            raise ValidationError(f"missing item fields: {', '.join(sorted(missing))}")
+        fb = data.get("feedback", {})
+        if not isinstance(fb, dict) or set(fb) - {"liked", "disliked", "important"}:
+            raise ValidationError("feedback must be an object with liked, disliked, important")
+        tags = data.get("tags", [])
+        if not isinstance(tags, list):
+            raise ValidationError("tags must be a list of strings")
+        return cls(
+            id=data["id"],
+            type=data["type"],
+            timestamp=data["timestamp"],
+            content=data["content"],
+            text=data.get("text", data["content"]),
+            metadata=data["metadata"],
+            scope=data.get("scope", "global"),
+            tags=tuple(tags),
+            ttl_ms=data.get("ttl_ms"),
+            feedback=Feedback(**fb),
+            content_method=data.get("content_method", "given"),
+        )
+
+    def to_json(self) -> str:
+        return dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> MemoryItem:
+        return cls.from_dict(loads(raw))
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedItem:
+    """What the archive keeps of a memory (seed 002): id, type, timestamp, content."""
+
+    id: str
+    type: str
+    timestamp: int
+    content: str
+
+    def __post_init__(self) -> None:
+        check_id(self.id)
+        check_type(self.type)
+        check_timestamp(self.timestamp)
+        check_content(self.content)
+
+    @classmethod
+    def of(cls, item: MemoryItem) -> ArchivedItem:
+        return cls(item.id, item.type, item.timestamp, item.content)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "type": self.type, "timestamp": self.timestamp,
+                "content": self.content}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ArchivedItem:
+        if not isinstance(data, dict) or set(data) != {"id", "type", "timestamp", "content"}:
+            raise ValidationError("an archived item has exactly id, type, timestamp, content")
+        return cls(**data)
+
+    def to_json(self) -> str:
+        return dumps(self.to_dict())
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8 text, no NaN."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)  # fmt: skip
+
+
+def loads(raw: str | bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValidationError(f"not valid JSON: {exc}") from None
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+# --- field checks -----------------------------------------------------------------------
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_str(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(f"{name} contains a lone surrogate; it is not valid text") from None
+    return value
+
+
+def check_id(value: object) -> str:
+    _check_str("id", value)
+    try:
+        canonical = str(uuid.UUID(value))  # type: ignore[arg-type]
+    except ValueError:
+        canonical = None
+    if canonical != value:
+        raise ValidationError(f"id must be a lowercase canonical UUID, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def check_type(value: object) -> str:
+    if value not in MEMORY_TYPES:
+        raise ValidationError(f"type must be one of {', '.join(MEMORY_TYPES)}, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def check_timestamp(value: object, name: str = "timestamp") -> int:
+    if not _is_int(value) or not 0 <= value <= MAX_TIMESTAMP_MS:  # type: ignore[operator]
+        raise ValidationError(f"{name} must be an int of epoch milliseconds, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def check_content(value: object) -> str:
+    _check_str("content", value)
+    if not value.strip():  # type: ignore[union-attr]
+        raise ValidationError("content must not be empty")
+    if len(value) > MAX_CONTENT_CHARS:  # type: ignore[arg-type]
+        raise ValidationError(
+            f"content must be at most {MAX_CONTENT_CHARS} characters (got {len(value)}); "  # type: ignore[arg-type]
+            "pass long input as text= and it will be summarised"
+        )
+    return value  # type: ignore[return-value]
+
+
+def check_text(value: object) -> str:
+    _check_str("text", value)
+    if not value.strip():  # type: ignore[union-attr]
+        raise ValidationError("text must not be empty")
+    if len(value) > MAX_TEXT_CHARS:  # type: ignore[arg-type]
+        raise ValidationError(f"text must be at most {MAX_TEXT_CHARS} characters")
+    return value  # type: ignore[return-value]
+
+
+def check_scope(value: object) -> str:
+    _check_str("scope", value)
+    if not SCOPE_RE.fullmatch(value):  # type: ignore[arg-type]
+        raise ValidationError(
+            "scope must be 1-128 characters of letters, digits and _.:/@- "
+            f"(e.g. 'conversation' or 'conversation:42'), got {value!r}"
+        )
+    return value  # type: ignore[return-value]
+
+
+def check_tag(value: object) -> str:
+    _check_str("tag", value)
+    if not 1 <= len(value) <= MAX_TAG_CHARS or value != value.strip():  # type: ignore[arg-type,union-attr]
+        raise ValidationError(f"a tag must be 1-{MAX_TAG_CHARS} characters without outer spaces")
+    return value  # type: ignore[return-value]
+
+
+def check_tags(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ValidationError("tags must be a list of strings")
+    tags = tuple(dict.fromkeys(check_tag(t) for t in value))
+    if len(tags) > MAX_TAGS:
+        raise ValidationError(f"at most {MAX_TAGS} tags")
+    return tags
+
+
+def check_ttl(value: object) -> int | None:
+    if value is None:
+        return None
+    if not _is_int(value) or not 0 < value <= MAX_TIMESTAMP_MS:  # type: ignore[operator]
+        raise ValidationError(f"ttl_ms must be None or a positive int, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def _check_json(value: Any, path: str, depth: int) -> None:
+    if depth > MAX_METADATA_DEPTH:
+        raise ValidationError(f"metadata nests deeper than {MAX_METADATA_DEPTH} at {path}")
+    if value is None or isinstance(value, (bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(f"metadata value at {path} is not a finite number")
+        return
+    if isinstance(value, str):
+        _check_str(f"metadata value at {path}", value)
+        return
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_json(v, f"{path}[{i}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ValidationError(f"metadata keys must be strings (at {path})")
+            _check_str(f"metadata key at {path}", k)
+            _check_json(v, f"{path}.{k}", depth + 1)
+        return
+    raise ValidationError(f"metadata value at {path} is not JSON ({type(value).__name__})")
+
+
+def check_metadata(value: object) -> dict[str, Any]:
+    """Validate metadata and fill the three keys seed 002 requires. Returns a normalised copy."""
+    if not isinstance(value, dict):
+        raise ValidationError("metadata must be a JSON object (dict)")
+    _check_json(value, "metadata", 0)
+    meta = {"source": "api", "confidence": 1.0, "references": [], **value}
+    _check_str("metadata.source", meta["source"])
+    if not 1 <= len(meta["source"]) <= 64:
+        raise ValidationError("metadata.source must be 1-64 characters")
+    conf = meta["confidence"]
+    if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0.0 <= conf <= 1.0:
+        raise ValidationError(f"metadata.confidence must be a number in 0..1, got {conf!r}")
+    meta["confidence"] = float(conf)
+    refs = meta["references"]
+    if not isinstance(refs, (list, tuple)) or len(refs) > MAX_REFERENCES:
+        raise ValidationError(f"metadata.references must be a list of at most {MAX_REFERENCES} ids")
+    meta["references"] = [check_id(r) for r in refs]
+    # Round-trip through JSON so tuples become lists and the stored value is what we return.
+    encoded = dumps(meta)
+    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise ValidationError(f"metadata is larger than {MAX_METADATA_BYTES} bytes as JSON")
+    return json.loads(encoded)

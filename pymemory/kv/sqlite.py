@@ -1,0 +1,171 @@
+"""SqliteKv: the KvBackend in one SQLite file (WAL), the CPython default.
+
+sqlite3 calls block, so they run on one dedicated thread; the event loop never waits on
+disk. Each put_many/delete_many is one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from ..errors import StoreClosedError
+from .base import check_items, check_key
+
+T = TypeVar("T")
+
+_SCHEMA = "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID"
+
+
+def prefix_upper_bound(prefix: str) -> str | None:
+    """The smallest string greater than every string starting with ``prefix`` (None: no bound)."""
+    chars = list(prefix)
+    while chars:
+        last = ord(chars.pop())
+        if last < 0x10FFFF:
+            nxt = last + 1
+            if 0xD800 <= nxt <= 0xDFFF:  # skip the surrogate block, never valid in keys
+                nxt = 0xE000
+            return "".join(chars) + chr(nxt)
+    return None
+
+
+class SqliteKv:
+    """KvBackend over a SQLite file. Open with ``await SqliteKv.open(path)``.
+
+    ``synchronous="FULL"`` (default) makes a returned write survive power loss as well as
+    a crash of the process; ``"NORMAL"`` survives a process crash only and is faster.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, executor: ThreadPoolExecutor, path: str) -> None:
+        self._conn = conn
+        self._executor = executor
+        self.path = path
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls, path: str | Path, *, synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    ) -> SqliteKv:
+        if synchronous not in ("FULL", "NORMAL"):
+            raise ValueError("synchronous must be 'FULL' or 'NORMAL'")
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pymemory-sqlite")
+        path = str(path)
+
+        def connect() -> sqlite3.Connection:
+            if path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={synchronous}")
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute(_SCHEMA)
+            return conn
+
+        loop = asyncio.get_running_loop()
+        try:
+            conn = await loop.run_in_executor(executor, connect)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(conn, executor, path)
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        if self._closed:
+            raise StoreClosedError(f"the SQLite store {self.path} is closed")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+
+    def _transaction(self, body: Callable[[sqlite3.Connection], None]) -> None:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            body(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    async def get(self, key: str) -> bytes | None:
+        key = check_key(key)
+
+        def run() -> bytes | None:
+            row = self._conn.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._run(run)
+
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        keys = [check_key(k) for k in keys]
+
+        def run() -> list[bytes | None]:
+            found: dict[str, bytes] = {}
+            unique = list(dict.fromkeys(keys))
+            for i in range(0, len(unique), 500):
+                chunk = unique[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT key, value FROM kv WHERE key IN ({marks})"
+                for k, v in self._conn.execute(sql, chunk):
+                    found[k] = bytes(v)
+            return [found.get(k) for k in keys]
+
+        return await self._run(run)
+
+    async def put_many(
+        self, items: Sequence[tuple[str, bytes]], *, deletes: Sequence[str] = ()
+    ) -> None:
+        pairs = check_items(items)
+        doomed = [(check_key(k),) for k in deletes]
+        if not pairs and not doomed:
+            return
+
+        def body(conn: sqlite3.Connection) -> None:
+            if doomed:
+                conn.executemany("DELETE FROM kv WHERE key = ?", doomed)
+            conn.executemany("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", pairs)
+
+        await self._run(lambda: self._transaction(body))
+
+    async def delete_many(self, keys: Sequence[str]) -> None:
+        doomed = [(check_key(k),) for k in keys]
+        if not doomed:
+            return
+        await self._run(
+            lambda: self._transaction(
+                lambda conn: conn.executemany("DELETE FROM kv WHERE key = ?", doomed)
+            )
+        )
+
+    async def scan(
+        self, prefix: str, *, start_after: str | None = None, limit: int | None = None
+    ) -> list[tuple[str, bytes]]:
+        if not isinstance(prefix, str):
+            check_key(prefix)
+        clauses, args = ["key >= ?"], [prefix]
+        upper = prefix_upper_bound(prefix)
+        if upper is not None:
+            clauses.append("key < ?")
+            args.append(upper)
+        if start_after is not None:
+            clauses.append("key > ?")
+            args.append(start_after)
+        sql = f"SELECT key, value FROM kv WHERE {' AND '.join(clauses)} ORDER BY key"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+
+        def run() -> list[tuple[str, bytes]]:
+            return [(k, bytes(v)) for k, v in self._conn.execute(sql, args)]
+
+        return await self._run(run)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            await self._run(self._conn.close)
+        finally:
+            self._closed = True
+            self._executor.shutdown(wait=False)

@@ -1,0 +1,761 @@
+"""Memory: the one async facade over storage, encoder and orchestrator."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from . import schema
+from .analyzer import analyze
+from .bm25 import Bm25Index
+from .catalog import Catalog
+from .encoder import Encoder, RuleEncoder
+from .errors import (
+    ConflictError,
+    ImportFormatError,
+    NotFoundError,
+    PymemoryError,
+    StoreClosedError,
+    ValidationError,
+)
+from .item import (
+    FEEDBACK_KINDS,
+    MEMORY_TYPES,
+    ArchivedItem,
+    MemoryItem,
+    check_scope,
+    check_tags,
+    check_timestamp,
+    dumps,
+    loads,
+    new_id,
+)
+from .kv import KvBackend, MapKv, iter_prefix
+from .orchestrator import Retrieval, retrieve
+from .strategies import Strategy, coerce, compile_strategy
+from .tokens import HeuristicTokenCounter, TokenCounter
+
+log = logging.getLogger("pymemory")
+
+DAY_MS = 86_400_000
+EXPORT_FORMAT = "pymemory-export"
+EXPORT_VERSION = 1
+MAX_QUERY_CHARS = 10_000
+WRITE_CHUNK = 1000
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    added: int
+    replaced: int
+    skipped: int
+    archived: int
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Memory:
+    """Private, offline memory for an agent. Open with ``await Memory.open(...)``.
+
+    Writes go to the KV store first and then to the in-memory indexes, so the store is
+    always the truth and a failed write changes nothing. Feedback is applied at once in
+    memory and persisted in batches (every ``feedback_flush_s`` seconds, on ``flush()``
+    and on ``close()``).
+    """
+
+    def __init__(
+        self,
+        kv: KvBackend,
+        *,
+        owns_kv: bool,
+        encoder: Encoder,
+        token_counter: TokenCounter,
+        clock: Callable[[], int],
+        feedback_flush_s: float,
+        sweep_interval_s: float,
+        auto_archive_days: float | None,
+    ) -> None:
+        self.kv = kv
+        self._owns_kv = owns_kv
+        self.encoder = encoder
+        self.token_counter = token_counter
+        self._clock = clock
+        self._feedback_flush_s = feedback_flush_s
+        self._sweep_interval_s = sweep_interval_s
+        self._auto_archive_days = auto_archive_days
+        self._catalog = Catalog()
+        self._dirty_feedback: set[str] = set()
+        self._archived_count = 0
+        self._corrupt_keys: list[str] = []
+        self._lock = asyncio.Lock()
+        self._maintenance: asyncio.Task[None] | None = None
+        self._closed = False
+        self.schema_migrated_from: int = schema.SCHEMA_VERSION
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        store: KvBackend | str | os.PathLike[str] | None = None,
+        *,
+        encoder: Encoder | None = None,
+        token_counter: TokenCounter | None = None,
+        clock: Callable[[], int] = _now_ms,
+        feedback_flush_s: float = 3.0,
+        sweep_interval_s: float = 60.0,
+        auto_archive_days: float | None = None,
+    ) -> Memory:
+        """Open a memory over ``store``: a KvBackend, a SQLite file path, or None (in memory).
+
+        ``auto_archive_days`` moves memories older than that many days to the archive in
+        the background (at open and then hourly). Off by default so that nothing leaves
+        retrieval unless asked. A path opens a SqliteKv that ``close()`` also closes;
+        a KvBackend passed in stays open.
+        """
+        for name, value in (
+            ("feedback_flush_s", feedback_flush_s),
+            ("sweep_interval_s", sweep_interval_s),
+        ):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValidationError(f"{name} must be a number of seconds > 0")
+        if auto_archive_days is not None and (
+            isinstance(auto_archive_days, bool)
+            or not isinstance(auto_archive_days, (int, float))
+            or auto_archive_days <= 0
+        ):
+            raise ValidationError("auto_archive_days must be None or a number of days > 0")
+        owns = not isinstance(store, KvBackend)
+        if store is None:
+            kv: KvBackend = MapKv()
+        elif isinstance(store, KvBackend):
+            kv = store
+        else:
+            from .kv.sqlite import SqliteKv
+
+            kv = await SqliteKv.open(store)
+        try:
+            memory = cls(
+                kv,
+                owns_kv=owns,
+                encoder=encoder or RuleEncoder(),
+                token_counter=token_counter or HeuristicTokenCounter(),
+                clock=clock,
+                feedback_flush_s=float(feedback_flush_s),
+                sweep_interval_s=float(sweep_interval_s),
+                auto_archive_days=auto_archive_days,
+            )
+            memory.schema_migrated_from = await schema.ensure_schema(kv)
+            await memory._load()
+        except BaseException:
+            if owns:
+                await kv.close()
+            raise
+        memory._maintenance = asyncio.ensure_future(memory._maintain())
+        return memory
+
+    async def _load(self) -> None:
+        async for key, raw in iter_prefix(self.kv, schema.MEM):
+            try:
+                self._catalog.put(MemoryItem.from_json(raw))
+            except PymemoryError as exc:
+                # Keep the record in the store untouched; report it in stats().
+                log.error("skipping unreadable record %s: %s", key, exc)
+                self._corrupt_keys.append(key)
+        async for _ in iter_prefix(self.kv, schema.ARC):
+            self._archived_count += 1
+
+    async def close(self) -> None:
+        """Stop background work, persist pending feedback, close an owned store."""
+        if self._closed:
+            return
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._maintenance
+        try:
+            await self.flush()
+        finally:
+            self._closed = True
+            if self._owns_kv:
+                await self.kv.close()
+
+    async def __aenter__(self) -> Memory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError("this Memory is closed")
+
+    async def _maintain(self) -> None:
+        """Background loop: flush feedback, sweep expired items, auto-archive."""
+        loop = asyncio.get_running_loop()
+        next_sweep = loop.time() + self._sweep_interval_s
+        next_archive = loop.time()
+        while True:
+            jobs: list[tuple[str, Callable[[], Any]]] = [("feedback flush", self.flush)]
+            if loop.time() >= next_sweep:
+                jobs.append(("TTL sweep", self.sweep))
+                next_sweep = loop.time() + self._sweep_interval_s
+            if self._auto_archive_days is not None and loop.time() >= next_archive:
+                days = self._auto_archive_days
+                jobs.append(("auto-archive", lambda d=days: self.archive_older_than(d)))
+                next_archive = loop.time() + 3600
+            for name, job in jobs:
+                try:
+                    await job()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("background %s failed; will retry", name)
+            await asyncio.sleep(min(self._feedback_flush_s, self._sweep_interval_s))
+
+    # --- writing ----------------------------------------------------------------------
+
+    async def _build(
+        self,
+        text: str | None,
+        content: str | None,
+        type: str,
+        metadata: Mapping[str, Any] | None,
+        tags: Sequence[str],
+        scope: str,
+        ttl_ms: int | None,
+        timestamp: int | None,
+    ) -> MemoryItem:
+        if text is None and content is None:
+            raise ValidationError("add() needs text (raw input) or content (a summary)")
+        for name, value in (("text", text), ("content", content)):
+            if value is not None and not isinstance(value, str):
+                raise ValidationError(f"{name} must be a string, got {type_name(value)}")
+        if type not in MEMORY_TYPES:
+            raise ValidationError(f"type must be one of {', '.join(MEMORY_TYPES)}, got {type!r}")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise ValidationError(f"metadata must be a dict, got {type_name(metadata)}")
+        raw = text if text is not None else content
+        assert raw is not None
+        if not raw.strip():
+            raise ValidationError("text must not be empty")
+        method = "given"
+        if content is None:
+            encoded = await self.encoder.encode(raw, type=type)
+            content, method = encoded.content, encoded.method
+        return MemoryItem(
+            id=new_id(),
+            type=type,
+            timestamp=self._clock() if timestamp is None else check_timestamp(timestamp),
+            content=content,
+            text=raw,
+            metadata=dict(metadata or {}),
+            scope=scope,
+            tags=check_tags(tags),
+            ttl_ms=ttl_ms,
+            content_method=method,
+        )
+
+    async def add(
+        self,
+        text: str | None = None,
+        *,
+        content: str | None = None,
+        type: str = "message",
+        metadata: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+        scope: str = "global",
+        ttl_ms: int | None = None,
+        timestamp: int | None = None,
+    ) -> MemoryItem:
+        """Store one memory and return it.
+
+        ``text`` is the raw input: it is kept whole and summarised into ``content`` (at
+        most 200 characters) by the encoder. Pass ``content`` to give the summary yourself.
+        Raises ValidationError on bad input, leaving the store unchanged.
+        """
+        self._check_open()
+        item = await self._build(text, content, type, metadata, tags, scope, ttl_ms, timestamp)
+        async with self._lock:
+            self._check_open()
+            await self.kv.put_many([(schema.mem_key(item.id), item.to_json().encode())])
+            self._catalog.put(item)
+        return item
+
+    async def add_many(self, entries: Iterable[Mapping[str, Any]]) -> list[MemoryItem]:
+        """Store several memories as one atomic batch; each entry holds ``add``'s arguments."""
+        self._check_open()
+        items = []
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, Mapping):
+                raise ValidationError(f"entry {i} must be a dict of add() arguments")
+            unknown = set(entry) - {
+                "text",
+                "content",
+                "type",
+                "metadata",
+                "tags",
+                "scope",
+                "ttl_ms",
+                "timestamp",
+            }
+            if unknown:
+                raise ValidationError(f"entry {i} has unknown keys: {', '.join(sorted(unknown))}")
+            try:
+                items.append(
+                    await self._build(
+                        entry.get("text"),
+                        entry.get("content"),
+                        entry.get("type", "message"),
+                        entry.get("metadata"),
+                        entry.get("tags", ()),
+                        entry.get("scope", "global"),
+                        entry.get("ttl_ms"),
+                        entry.get("timestamp"),
+                    )
+                )
+            except ValidationError as exc:
+                raise ValidationError(f"entry {i}: {exc}") from None
+        async with self._lock:
+            self._check_open()
+            await self.kv.put_many([(schema.mem_key(it.id), it.to_json().encode()) for it in items])
+            for it in items:
+                self._catalog.put(it)
+        return items
+
+    async def update(
+        self,
+        id: str,
+        *,
+        text: str = _UNSET,
+        content: str = _UNSET,
+        type: str = _UNSET,
+        metadata: Mapping[str, Any] = _UNSET,
+        tags: Sequence[str] = _UNSET,
+        scope: str = _UNSET,
+        ttl_ms: int | None = _UNSET,
+    ) -> MemoryItem:
+        """Change fields of a memory. New ``text`` without ``content`` is re-summarised.
+        ``metadata`` replaces the old metadata whole."""
+        self._check_open()
+        old = self._live(id)
+        changes: dict[str, Any] = {}
+        if text is not _UNSET:
+            if not isinstance(text, str):
+                raise ValidationError(f"text must be a string, got {type_name(text)}")
+            changes["text"] = text
+            if content is _UNSET:
+                encoded = await self.encoder.encode(text, type=old.type if type is _UNSET else type)
+                changes["content"], changes["content_method"] = encoded.content, encoded.method
+        if content is not _UNSET:
+            changes["content"], changes["content_method"] = content, "given"
+        for name, value in (("type", type), ("scope", scope), ("ttl_ms", ttl_ms)):
+            if value is not _UNSET:
+                changes[name] = value
+        if metadata is not _UNSET:
+            if not isinstance(metadata, Mapping):
+                raise ValidationError(f"metadata must be a dict, got {type_name(metadata)}")
+            changes["metadata"] = dict(metadata)
+        if tags is not _UNSET:
+            changes["tags"] = check_tags(tags)
+        async with self._lock:
+            self._check_open()
+            current = self._live(id)  # feedback may have changed while we encoded
+            item = replace(current, **changes) if changes else current
+            if item is not old or changes:
+                await self.kv.put_many([(schema.mem_key(id), item.to_json().encode())])
+                self._catalog.put(item)
+                self._dirty_feedback.discard(id)
+        return item
+
+    async def delete(self, id: str) -> None:
+        """Delete a memory for good. Raises NotFoundError for an unknown id."""
+        self._check_open()
+        async with self._lock:
+            self._live(id)
+            await self.kv.delete_many([schema.mem_key(id)])
+            self._catalog.remove(id)
+            self._dirty_feedback.discard(id)
+
+    async def feedback(self, id: str, kind: Literal["liked", "disliked", "important"]) -> None:
+        """Record the user's feedback. It affects ranking at once and is persisted with the
+        next batch (``flush()``)."""
+        self._check_open()
+        if kind not in FEEDBACK_KINDS:
+            raise ValidationError(
+                f"feedback must be one of {', '.join(FEEDBACK_KINDS)}, got {kind!r}"
+            )
+        async with self._lock:
+            item = self._live(id)
+            self._catalog.set_feedback(replace(item, feedback=item.feedback.add(kind)))
+            self._dirty_feedback.add(id)
+
+    async def flush(self) -> int:
+        """Persist queued feedback as one batch. Returns how many items were written."""
+        self._check_open()
+        async with self._lock:
+            ids = [i for i in self._dirty_feedback if i in self._catalog]
+            if not ids:
+                self._dirty_feedback.clear()
+                return 0
+            items = [self._catalog.items[i] for i in ids]
+            await self.kv.put_many([(schema.mem_key(i.id), i.to_json().encode()) for i in items])
+            self._dirty_feedback.clear()
+            return len(items)
+
+    async def _delete_ids(self, ids: Sequence[str]) -> int:
+        """Delete ``ids`` (caller holds the lock) in atomic chunks."""
+        for start in range(0, len(ids), WRITE_CHUNK):
+            chunk = ids[start : start + WRITE_CHUNK]
+            await self.kv.delete_many([schema.mem_key(i) for i in chunk])
+            for i in chunk:
+                self._catalog.remove(i)
+                self._dirty_feedback.discard(i)
+        return len(ids)
+
+    async def clear(
+        self,
+        *,
+        scope: str | Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        type: str | Sequence[str] | None = None,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+        all: bool = False,
+    ) -> int:
+        """Forget memories matching every given filter ("forget what we just talked about":
+        ``clear(scope="conversation", since_ms=start)``). ``all=True`` wipes every memory
+        and the archive. Returns how many were removed."""
+        self._check_open()
+        if all:
+            async with self._lock:
+                count = await self._delete_ids(list(self._catalog.items))
+                arc = [k async for k, _ in iter_prefix(self.kv, schema.ARC)]
+                for start in range(0, len(arc), WRITE_CHUNK):
+                    await self.kv.delete_many(arc[start : start + WRITE_CHUNK])
+                self._archived_count = 0
+                return count + len(arc)
+        if (
+            scope is None
+            and tags is None
+            and type is None
+            and since_ms is None
+            and until_ms is None
+        ):
+            raise ValidationError(
+                "clear() needs a filter (scope, tags, type, since_ms, until_ms) or all=True"
+            )
+        match = self._matcher(scope, tags, type, since_ms, until_ms)
+        async with self._lock:
+            ids = [i.id for i in self._catalog if match(i)]
+            return await self._delete_ids(ids)
+
+    async def sweep(self) -> int:
+        """Delete expired memories from the store. Returns how many."""
+        self._check_open()
+        async with self._lock:
+            return await self._delete_ids(self._catalog.expired_ids(self._clock()))
+
+    async def archive_older_than(self, days: float, *, keep_important: bool = True) -> int:
+        """Move memories older than ``days`` to the archive (id, type, timestamp, content
+        only), out of retrieval. Items marked important stay unless ``keep_important`` is
+        False. Returns how many were archived."""
+        self._check_open()
+        if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:
+            raise ValidationError("days must be a number >= 0")
+        async with self._lock:
+            cutoff = self._clock() - days * DAY_MS
+            old = [
+                i
+                for i in self._catalog
+                if i.timestamp < cutoff and not (keep_important and i.feedback.important)
+            ]
+            for start in range(0, len(old), WRITE_CHUNK):
+                chunk = old[start : start + WRITE_CHUNK]
+                puts = [
+                    (schema.arc_key(i.id), ArchivedItem.of(i).to_json().encode()) for i in chunk
+                ]
+                await self.kv.put_many(puts, deletes=[schema.mem_key(i.id) for i in chunk])
+                for i in chunk:
+                    self._catalog.remove(i.id)
+                    self._dirty_feedback.discard(i.id)
+                self._archived_count += len(chunk)
+            return len(old)
+
+    # --- reading ----------------------------------------------------------------------
+
+    def _live(self, id: str) -> MemoryItem:
+        if not isinstance(id, str):
+            raise ValidationError(f"id must be a string, got {type_name(id)}")
+        item = self._catalog.get(id)
+        if item is None:
+            raise NotFoundError(f"no memory with id {id!r}")
+        if item.is_expired(self._clock()):
+            raise NotFoundError(f"memory {id!r} has expired (ttl_ms)")
+        return item
+
+    async def get(self, id: str) -> MemoryItem:
+        """The memory with ``id``. Raises NotFoundError if unknown, expired or archived."""
+        self._check_open()
+        return self._live(id)
+
+    def _matcher(
+        self,
+        scope: str | Sequence[str] | None,
+        tags: Sequence[str] | None,
+        type: str | Sequence[str] | None,
+        since_ms: int | None,
+        until_ms: int | None,
+    ) -> Callable[[MemoryItem], bool]:
+        scopes = None if scope is None else {check_scope(s) for s in _as_strings("scope", scope)}
+        types = None if type is None else set(_as_strings("type", type))
+        if types is not None and not types <= set(MEMORY_TYPES):
+            raise ValidationError(f"type must be among {', '.join(MEMORY_TYPES)}")
+        tagset = None if tags is None else set(check_tags(tags))
+        since = None if since_ms is None else check_timestamp(since_ms, "since_ms")
+        until = None if until_ms is None else check_timestamp(until_ms, "until_ms")
+
+        def match(item: MemoryItem) -> bool:
+            return (
+                (scopes is None or item.scope in scopes)
+                and (types is None or item.type in types)
+                and (tagset is None or not tagset.isdisjoint(item.tags))
+                and (since is None or item.timestamp >= since)
+                and (until is None or item.timestamp <= until)
+            )
+
+        return match
+
+    async def list(
+        self,
+        *,
+        scope: str | Sequence[str] | None = None,
+        type: str | Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+        limit: int | None = None,
+    ) -> list[MemoryItem]:
+        """Live memories matching every filter (``tags``: any of them), newest first."""
+        self._check_open()
+        if limit is not None and (
+            not isinstance(limit, int) or isinstance(limit, bool) or limit < 0
+        ):
+            raise ValidationError("limit must be None or an int >= 0")
+        match = self._matcher(scope, tags, type, since_ms, until_ms)
+        now = self._clock()
+        found = [i for i in self._catalog if match(i) and not i.is_expired(now)]
+        found.sort(key=lambda i: (i.timestamp, i.id), reverse=True)
+        return found if limit is None else found[:limit]
+
+    async def retrieve(
+        self,
+        query: str,
+        strategy: Strategy | Mapping[str, Any] | None = None,
+        *,
+        max_items: int = 5,
+        max_tokens: int = 1500,
+        trace: bool = False,
+    ) -> Retrieval:
+        """The memories that matter for ``query``, best first, within ``max_items`` and
+        ``max_tokens``. ``strategy`` adds filters and weights (see ``pymemory.strategies``);
+        ``trace=True`` also returns every candidate with its scores and why it was cut."""
+        self._check_open()
+        if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
+            raise ValidationError(f"query must be a string of at most {MAX_QUERY_CHARS} chars")
+        for name, value in (("max_items", max_items), ("max_tokens", max_tokens)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValidationError(f"{name} must be an int >= 1, got {value!r}")
+        if not isinstance(trace, bool):
+            raise ValidationError("trace must be a bool")
+        plan = compile_strategy(coerce(strategy))
+        return retrieve(
+            self._catalog,
+            query,
+            plan,
+            now_ms=self._clock(),
+            max_items=max_items,
+            max_tokens=max_tokens,
+            counter=self.token_counter,
+            trace=trace,
+        )
+
+    async def search_archive(self, query: str = "", *, limit: int = 10) -> list[ArchivedItem]:
+        """Search the archive (loaded from the store on demand). Empty query: newest first."""
+        self._check_open()
+        if not isinstance(query, str) or isinstance(limit, bool) or not isinstance(limit, int):
+            raise ValidationError("search_archive(query: str, limit: int)")
+        archived = [
+            ArchivedItem.from_dict(loads(raw)) async for _, raw in iter_prefix(self.kv, schema.ARC)
+        ]
+        terms = analyze(query)
+        if not terms:
+            archived.sort(key=lambda a: (a.timestamp, a.id), reverse=True)
+            return archived[:limit]
+        index = Bm25Index()
+        for slot, a in enumerate(archived):
+            index.add(slot, analyze(a.content))
+        return [archived[slot] for slot, _ in index.top_k(terms, limit)]
+
+    async def stats(self) -> dict[str, Any]:
+        """Counts for dashboards and the CLI."""
+        self._check_open()
+        now = self._clock()
+        items = list(self._catalog)
+        live = [i for i in items if not i.is_expired(now)]
+        return {
+            "items": len(live),
+            "expired_pending_sweep": len(items) - len(live),
+            "archived": self._archived_count,
+            "by_type": dict(sorted(Counter(i.type for i in live).items())),
+            "by_scope": dict(sorted(Counter(i.scope for i in live).items())),
+            "by_method": dict(sorted(Counter(i.content_method for i in live).items())),
+            "oldest_ms": min((i.timestamp for i in live), default=None),
+            "newest_ms": max((i.timestamp for i in live), default=None),
+            "pending_feedback": len(self._dirty_feedback),
+            "unreadable_records": len(self._corrupt_keys),
+            "schema_version": schema.SCHEMA_VERSION,
+            "token_counter": self.token_counter.name,
+        }
+
+    # --- export / import --------------------------------------------------------------
+
+    async def export(self) -> AsyncIterator[str]:
+        """The whole store as JSON Lines (a header, then memories and archived items in key
+        order), each line ending in a newline. ``import_`` of it round-trips exactly."""
+        self._check_open()
+        await self.flush()
+        yield dumps({"format": EXPORT_FORMAT, "version": EXPORT_VERSION}) + "\n"
+        for prefix, kind in ((schema.MEM, "memory"), (schema.ARC, "archived")):
+            async for key, raw in iter_prefix(self.kv, prefix):
+                if key in self._corrupt_keys:
+                    continue
+                yield dumps({"kind": kind, "item": loads(raw)}) + "\n"
+
+    async def import_(
+        self,
+        lines: str | Iterable[str],
+        *,
+        on_conflict: Literal["error", "skip", "replace"] = "error",
+    ) -> ImportResult:
+        """Load an ``export()``. Every line is checked before anything is written, so bad
+        input (ImportFormatError names the line) or an id conflict (ConflictError, with
+        ``on_conflict="error"``) leaves the store unchanged. Writes go in atomic batches of
+        1000; each returned batch is durable."""
+        self._check_open()
+        if on_conflict not in ("error", "skip", "replace"):
+            raise ValidationError("on_conflict must be 'error', 'skip' or 'replace'")
+        if isinstance(lines, str):
+            lines = lines.splitlines()
+        memories, archived = _parse_export(lines)
+        async with self._lock:
+            existing_arc = {k[len(schema.ARC) :] async for k, _ in iter_prefix(self.kv, schema.ARC)}
+            taken = [
+                r.id
+                for r in (*memories, *archived)
+                if r.id in self._catalog or r.id in existing_arc
+            ]
+            if taken and on_conflict == "error":
+                raise ConflictError(
+                    f"{len(taken)} imported ids already exist (first: {taken[0]}); "
+                    "pass on_conflict='skip' or 'replace'"
+                )
+            skip = set(taken) if on_conflict == "skip" else set()
+            records: list[MemoryItem | ArchivedItem] = [
+                r for r in (*memories, *archived) if r.id not in skip
+            ]
+            for start in range(0, len(records), WRITE_CHUNK):
+                chunk = records[start : start + WRITE_CHUNK]
+                puts, deletes = [], []
+                for r in chunk:
+                    if isinstance(r, MemoryItem):
+                        puts.append((schema.mem_key(r.id), r.to_json().encode()))
+                        if r.id in existing_arc:
+                            deletes.append(schema.arc_key(r.id))
+                    else:
+                        puts.append((schema.arc_key(r.id), r.to_json().encode()))
+                        if r.id in self._catalog:
+                            deletes.append(schema.mem_key(r.id))
+                await self.kv.put_many(puts, deletes=deletes)
+                for r in chunk:
+                    if isinstance(r, MemoryItem):
+                        if r.id in existing_arc:
+                            existing_arc.discard(r.id)
+                            self._archived_count -= 1
+                        self._catalog.put(r)
+                        self._dirty_feedback.discard(r.id)
+                    else:
+                        if r.id in self._catalog:
+                            self._catalog.remove(r.id)
+                        if r.id not in existing_arc:
+                            existing_arc.add(r.id)
+                            self._archived_count += 1
+        return ImportResult(
+            added=len(records) - len(set(taken) - skip),
+            replaced=len(set(taken) - skip),
+            skipped=len(skip),
+            archived=sum(isinstance(r, ArchivedItem) for r in records),
+        )
+
+
+def _parse_export(lines: Iterable[str]) -> tuple[list[MemoryItem], list[ArchivedItem]]:
+    memories: list[MemoryItem] = []
+    archived: list[ArchivedItem] = []
+    seen: set[str] = set()
+    header = False
+    for n, line in enumerate(lines, start=1):
+        if not isinstance(line, str):
+            raise ImportFormatError("lines must be strings", n)
+        if not line.strip():
+            continue
+        try:
+            record = loads(line)
+        except ValidationError as exc:
+            raise ImportFormatError(str(exc), n) from None
+        if not header:
+            if record != {"format": EXPORT_FORMAT, "version": EXPORT_VERSION}:
+                raise ImportFormatError(
+                    f'the first line must be {{"format":"{EXPORT_FORMAT}","version":1}}', n
+                )
+            header = True
+            continue
+        if not isinstance(record, dict) or set(record) != {"kind", "item"}:
+            raise ImportFormatError('each record is {"kind": ..., "item": {...}}', n)
+        try:
+            if record["kind"] == "memory":
+                parsed: MemoryItem | ArchivedItem = MemoryItem.from_dict(record["item"])
+                memories.append(parsed)
+            elif record["kind"] == "archived":
+                parsed = ArchivedItem.from_dict(record["item"])
+                archived.append(parsed)
+            else:
+                raise ValidationError(f"unknown record kind {record['kind']!r}")
+        except ValidationError as exc:
+            raise ImportFormatError(str(exc), n) from None
+        if parsed.id in seen:
+            raise ImportFormatError(f"id {parsed.id} appears twice", n)
+        seen.add(parsed.id)
+    if not header:
+        raise ImportFormatError("empty import: no header line", 1)
+    return memories, archived
+
+
+def _as_strings(name: str, value: str | Sequence[str]) -> list[str]:
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+        raise ValidationError(f"{name} must be a string or a list of strings")
+    return list(values)
+
+
+def type_name(value: object) -> str:
+    return type(value).__name__

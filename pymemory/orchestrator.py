@@ -1,0 +1,222 @@
+"""Retrieval (seed 002 §3.3): filter -> rank -> trim, with a trace of every decision.
+
+Rank = BM25 relevance x time decay x feedback weight. With an empty query (or one made
+only of stopwords) every live item is a candidate with relevance 1, so the ranking is
+by recency and feedback. Trim walks the ranking best-first, skips what does not fit the
+token budget and keeps going (smaller items further down may still fit).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from .analyzer import analyze
+from .catalog import TYPE_CODE, Catalog
+from .item import MemoryItem
+from .strategies import HOUR_MS, Plan
+from .tokens import TokenCounter
+
+# Why a candidate was not injected. "included" marks the ones that were.
+CUT_REASONS = (
+    "expired",
+    "scope",
+    "type",
+    "time_window",
+    "tag",
+    "zero_weight",
+    "max_items",
+    "token_budget",
+)
+
+
+@dataclass(frozen=True)
+class ScoredMemory:
+    item: MemoryItem
+    score: float
+    bm25: float
+    decay: float
+    feedback_weight: float
+    tokens: int
+    line: str
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One row of the debug trace."""
+
+    id: str
+    type: str
+    timestamp: int
+    content: str
+    bm25: float
+    decay: float
+    feedback_weight: float
+    score: float
+    status: str  # "included" or one of CUT_REASONS
+    tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    query: str
+    mode: str  # "bm25" or "recency"
+    memories: list[ScoredMemory]
+    text: str  # the lines to inject into the prompt, best first
+    tokens_used: int
+    max_tokens: int
+    max_items: int
+    token_counter: str
+    trace: list[Candidate] | None = None
+
+    @property
+    def items(self) -> list[MemoryItem]:
+        return [m.item for m in self.memories]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["memories"] = [
+            {**{k: v for k, v in asdict(m).items() if k != "item"}, "item": m.item.to_dict()}
+            for m in self.memories
+        ]
+        return out
+
+
+def format_line(item: MemoryItem) -> str:
+    day = dt.datetime.fromtimestamp(item.timestamp / 1000, tz=dt.UTC).date()
+    return f"- [{item.type} {day.isoformat()}] {item.content}"
+
+
+def decay_factor(plan: Plan, ts: np.ndarray, now_ms: int) -> np.ndarray:
+    if plan.decay.half_life_hours is None:
+        return np.ones(len(ts))
+    age_h = np.maximum(now_ms - ts, 0) / HOUR_MS
+    floor = plan.decay.floor
+    return floor + (1.0 - floor) * np.exp2(-age_h / plan.decay.half_life_hours)
+
+
+def feedback_factor(plan: Plan, net: np.ndarray, important: np.ndarray) -> np.ndarray:
+    fw = plan.feedback
+    w = np.where(net > 0, fw.liked, np.where(net < 0, fw.disliked, 1.0))
+    return w * np.where(important, fw.important, 1.0)
+
+
+def filter_reasons(catalog: Catalog, plan: Plan, slots: np.ndarray, now_ms: int) -> np.ndarray:
+    """For each slot, 0 if it passes every filter, else 1 + index into CUT_REASONS."""
+    reason = np.zeros(len(slots), dtype=np.int8)
+
+    def cut(mask: np.ndarray, name: str) -> None:
+        reason[(reason == 0) & mask] = CUT_REASONS.index(name) + 1
+
+    cut(catalog.expires[slots] <= now_ms, "expired")
+    if plan.scopes is not None:
+        codes = [catalog.scope_code_of(s) for s in plan.scopes]
+        cut(~np.isin(catalog.scope_code[slots], codes), "scope")
+    if plan.types is not None:
+        codes = [TYPE_CODE[t] for t in plan.types]
+        cut(~np.isin(catalog.type_code[slots], codes), "type")
+    since = plan.since(now_ms)
+    ts = catalog.ts[slots]
+    if since is not None:
+        cut(ts < since, "time_window")
+    if plan.until_ms is not None:
+        cut(ts > plan.until_ms, "time_window")
+    for group in plan.tags_any:
+        tagged: set[int] = set().union(*(catalog.tag_slots.get(t, set()) for t in group))
+        cut(~np.isin(slots, np.fromiter(tagged, dtype=np.int64, count=len(tagged))), "tag")
+    for tag in plan.tags_all:
+        tagged = catalog.tag_slots.get(tag, set())
+        cut(~np.isin(slots, np.fromiter(tagged, dtype=np.int64, count=len(tagged))), "tag")
+    return reason
+
+
+def retrieve(
+    catalog: Catalog,
+    query: str,
+    plan: Plan,
+    *,
+    now_ms: int,
+    max_items: int,
+    max_tokens: int,
+    counter: TokenCounter,
+    trace: bool = False,
+) -> Retrieval:
+    terms = analyze(query)
+    if terms:
+        mode = "bm25"
+        slots, bm25 = catalog.index.scores(terms)
+        slots = slots.astype(np.int64, copy=False)
+    else:
+        mode = "recency"
+        slots = catalog.live_slots()
+        bm25 = np.ones(len(slots))
+    reason = filter_reasons(catalog, plan, slots, now_ms)
+    decay = decay_factor(plan, catalog.ts[slots], now_ms)
+    fbw = feedback_factor(plan, catalog.net_feedback[slots], catalog.important[slots])
+    score = bm25 * decay * fbw
+    reason[(reason == 0) & (score <= 0)] = CUT_REASONS.index("zero_weight") + 1
+    # Best first; ties go to the newer item.
+    order = np.lexsort((-catalog.ts[slots], -score))
+    if not trace:
+        order = order[reason[order] == 0]
+
+    chosen: list[ScoredMemory] = []
+    rows: list[Candidate] = []
+    used = 0
+    for i in order.tolist():
+        item = catalog.items[catalog.id_at[slots[i]]]  # type: ignore[index]
+        tokens: int | None = None
+        if reason[i]:
+            status = CUT_REASONS[reason[i] - 1]
+        elif len(chosen) >= max_items:
+            status = "max_items"
+            if not trace:
+                break
+        else:
+            line = format_line(item)
+            tokens = counter.count(line)
+            if used + tokens > max_tokens:
+                status = "token_budget"
+            else:
+                status = "included"
+                used += tokens
+                chosen.append(
+                    ScoredMemory(
+                        item,
+                        float(score[i]),
+                        float(bm25[i]),
+                        float(decay[i]),
+                        float(fbw[i]),
+                        tokens,
+                        line,
+                    )
+                )
+        if trace:
+            rows.append(
+                Candidate(
+                    item.id,
+                    item.type,
+                    item.timestamp,
+                    item.content,
+                    float(bm25[i]),
+                    float(decay[i]),
+                    float(fbw[i]),
+                    float(score[i]),
+                    status,
+                    tokens,
+                )
+            )
+    return Retrieval(
+        query=query,
+        mode=mode,
+        memories=chosen,
+        text="\n".join(m.line for m in chosen),
+        tokens_used=used,
+        max_tokens=max_tokens,
+        max_items=max_items,
+        token_counter=counter.name,
+        trace=rows if trace else None,
+    )
