@@ -44,10 +44,13 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from pymemory.analyzer import analyze  # noqa: E402
-from pymemory.bm25 import Bm25Index  # noqa: E402
+try:
+    from pymemory.analyzer import analyze
+    from pymemory.bm25 import Bm25Index
+except ModuleNotFoundError:  # run from a checkout without installing: use the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from pymemory.analyzer import analyze
+    from pymemory.bm25 import Bm25Index
 
 K = 10
 
