@@ -13,9 +13,10 @@ How the rules summarise a text:
    block or a stack trace becomes one unit: its exception line or first meaningful line.
 3. Pleasantries ("hi", "thanks!", 你好, 辛苦了) are dropped, and filler words ("basically",
    "I think that", 其实) are removed where that is safe; negations and numbers always stay.
-4. Units carrying intent (requests, decisions, preferences, facts, steps, problems; the
-   evaluative sentence for feedback) are kept first, then the rest fills any room left, and
-   the kept units are joined in their original order.
+4. If what is left fits, it is kept whole. Otherwise the units carrying intent (requests,
+   decisions, preferences, facts, steps, problems; for feedback the evaluative sentence) are
+   kept, best first while they fit, and joined in their original order. If no unit carries
+   intent, the first sentences are kept.
 5. If the result is still too long it is cut on a word boundary (English) or a character
    boundary (CJK) and ends with "…".
 
@@ -71,17 +72,24 @@ _CLOSERS = "\"'”’)]」』）】"
 _TERMINATOR_RUN = re.compile(f"(?:[.!?…]+|[{_CJK_TERMINATORS}]+)[{re.escape(_CLOSERS)}]*")
 # Punctuation that ends a clause inside a sentence too long to keep whole.
 _CLAUSE_RUN = re.compile(r"[,;:]+(?= )|[，；：、]+")
+_CLAUSE_PUNCTUATION = ",;:，；：、"
 # Punctuation after which a unit may be glued to the next one without a space.
 _GLUE_AFTER = "。！？；，、：…」』）】"
 
+
+def _word_set(words: str) -> frozenset[str]:
+    """A table of cue words written as one space-separated string."""
+    return frozenset(words.split())
+
+
 # A period after one of these does not end the sentence.
-_ABBREVIATIONS = frozenset(
+_ABBREVIATIONS = _word_set(
     "mr. mrs. ms. dr. prof. sr. jr. st. mt. vs. e.g. i.e. cf. approx. fig. no. nos. vol. "
     "dept. est. ca. al. eg. ie. viz. ref. ver. incl. min. max. avg. jan. feb. mar. apr. "
-    "jun. jul. aug. sep. sept. oct. nov. dec. mon. tue. wed. thu. fri. sat. sun.".split()
+    "jun. jul. aug. sep. sept. oct. nov. dec. mon. tue. wed. thu. fri. sat. sun."
 )
 # ... nor after one of these when the next word starts in lower case or with a digit.
-_SOFT_ABBREVIATIONS = frozenset("etc. a.m. p.m. inc. ltd. co. corp. approx.".split())
+_SOFT_ABBREVIATIONS = _word_set("etc. a.m. p.m. inc. ltd. co. corp.")
 _SENTENCE_END = ".!?…:" + _CJK_TERMINATORS
 
 # --------------------------------------------------------------------------------------
@@ -89,6 +97,7 @@ _SENTENCE_END = ".!?…:" + _CJK_TERMINATORS
 # --------------------------------------------------------------------------------------
 
 _FENCES = ("```", "~~~")
+_MIN_WRAPPED_LINE = 40  # a shorter line was ended on purpose, not wrapped
 _TRACEBACK_HEADER = "Traceback (most recent call last)"
 _EXCEPTION_LINE = re.compile(
     r"(?:(?i:uncaught|unhandled|fatal)\s+)?(?:[A-Za-z_][\w$]*\.)*[A-Za-z_]*"
@@ -103,12 +112,14 @@ _NOISE_LINE = re.compile(
     r"|The above exception was the direct cause"
 )
 _CODE_HEADER = re.compile(r"#!|#\s*-\*-|Traceback \(most recent call last\)")
+_CODE_COMMENT = re.compile(r"#\s|#$|//|/\*|\*|--\s|<!--")
 
 # --------------------------------------------------------------------------------------
 # Pleasantries and filler
 # --------------------------------------------------------------------------------------
 
 _NAME = r"(?:\s+(?-i:[A-Z][\w'-]*))?"
+_NAMES = r"(?:[\W_]+(?-i:[A-Z][\w'-]*)){0,2}"
 _GREETING = (
     r"(?:hi|hello|hey|heya|hiya|yo|howdy|greetings|dear"
     r"|good (?:morning|afternoon|evening|day))"
@@ -119,38 +130,37 @@ _THANKS = (
     r"(?:\s+(?:so|very) much|\s+a (?:lot|ton|bunch)|\s+again|\s+in advance|\s+(?:all|everyone))*"
 )
 
-# Whole units that are nothing but a pleasantry (matched against the unit without the
-# punctuation and emoji at its edges).
-_PLEASANTRIES_EN = (
-    _GREETING + _NAME,
-    _THANKS + r"(?:\W+for (?:everything|your (?:help|time|patience)))?" + _NAME,
+# A unit that is nothing but pleasantries ("Hi, hope you're well!", "ok cool", "好的谢谢") is
+# a sequence of these, matched against the unit without the punctuation and emoji at its
+# edges. Each is tried longest first and matched atomically, so matching stays linear.
+_PLEASANTRIES = (
     r"(?:i )?hope (?:you|you're|you are|all|all's|everything|everything's|this|that|things"
     r"|your)\b[^.!?]*\b(?:well|good|great|fine|nice|lovely|wonderful|weekend|day|holiday|trip)",
     r"(?:i )?hope (?:this|that|it) helps",
     r"how (?:are|r) (?:you|u|things)(?: doing| today| going)?|how's it going"
-    r"|how have you been|what's up|sup",
+    r"|how have you been|what's up",
     r"(?:have|enjoy) a (?:nice|good|great|lovely|wonderful|fantastic)(?: \w+)?"
     r" (?:day|weekend|evening|night|one|week|time|holiday)",
-    r"(?:sorry|apologies|i apologi[sz]e|so sorry)"
+    r"(?:sorry|apologies|i apologi[sz]e)"
     r"(?: to (?:bother|disturb|trouble)(?: you)?(?: again)?"
     r"| for (?:the (?:trouble|inconvenience|late reply|delay|wait|long message)"
     r"|bothering you|disturbing you|my late reply))?",
-    r"(?:ok|okay|k|kk|got it|gotcha|sure|sure thing|alright|all right|sounds good|no worries"
-    r"|no problem|np|bye|goodbye|bye bye|see you|see ya|see you (?:soon|later|tomorrow)"
-    r"|talk (?:to you )?(?:soon|later)|ttyl|take care|best|best wishes|regards|best regards"
-    r"|kind regards|warm regards|sincerely|lol|lmao|haha+|hehe+|oh|ah|hmm+|um+|uh+"
-    r"|you're welcome|my pleasure)" + _NAME,
     r"let me know if (?:you )?(?:have any (?:questions|thoughts)|need anything(?: else)?"
     r"|there(?:'s| is) anything else)",
     r"(?:i )?(?:am )?(?:looking forward to|look forward to)"
     r" (?:hearing from you|your (?:reply|response|answer|thoughts))",
     r"(?:any help|your help) (?:is|would be) (?:much |greatly |really )?appreciated",
-)
-_PLEASANTRIES_ZH = (
+    _GREETING,
+    _THANKS + r"(?:\W+for (?:everything|your (?:help|time|patience)))?",
+    r"see you (?:soon|later|tomorrow)|see you|see ya|talk (?:to you )?(?:soon|later)|ttyl"
+    r"|take care|best wishes|kind regards|warm regards|regards|best|sincerely"
+    r"|goodbye|bye|sure thing|sure|got it|gotcha|alright|all right|sounds good|no worries"
+    r"|no problem|np|okay|ok|kk|k|lol|lmao|haha+|hehe+|oh|ah|hmm+|um+|uh+|you're welcome"
+    r"|my pleasure",
     r"(?:你好|您好|嗨|哈喽|哈罗|大家好|各位好|早上好|上午好|中午好|下午好|晚上好|早安|晚安)"
     r"(?:啊|呀|哇)?",
-    r"(?:谢谢|多谢|感谢|非常感谢|太感谢了|感谢感谢|谢啦|谢了)(?:你|您|大家)?(?:了|啦|哈|哦)?",
-    r"麻烦(?:你|您)了|辛苦(?:你|您)?了|辛苦啦|打扰了|不好意思|(?:不好意思|抱歉)打扰(?:了|一下)?",
+    r"(?:非常感谢|太感谢了|感谢感谢|谢谢|多谢|感谢|谢啦|谢了)(?:你|您|大家)?(?:了|啦|哈|哦)?",
+    r"麻烦(?:你|您)了|辛苦(?:你|您)?了|辛苦啦|(?:不好意思|抱歉)打扰(?:了|一下)?|打扰了|不好意思",
     r"好的|好滴|好吧|嗯+|哦+|噢|哈哈+|呵呵|嘿嘿|收到|明白了?|知道了|了解|没问题|行",
     r"再见|拜拜|回头见|下次见|回聊",
     r"祝.{0,10}(?:愉快|顺利|开心|快乐|好运)",
@@ -160,9 +170,9 @@ _PLEASANTRIES_ZH = (
 # Short acknowledgements that are pleasantries in a chat message but the whole point of
 # a piece of feedback ("Perfect!").
 _ACKS_EVALUATIVE = (
-    r"(?:cool|great|nice|awesome|perfect|excellent|wonderful|fantastic|amazing|love it"
-    r"|well done|good job|great job|nice work|great work)" + _NAME,
-    r"太棒了|很好|不错|完美|厉害|赞|好棒",
+    r"good job|great job|nice work|great work|well done|love it|cool|great|nice|awesome"
+    r"|perfect|excellent|wonderful|fantastic|amazing",
+    r"太棒了|好棒|很好|不错|完美|厉害|赞",
 )
 # Units that open with thanks/apologies/greetings: pleasantries unless they also carry intent
 # ("Thanks so much for yesterday." goes; "Thanks for fixing the bug in parser.py" stays).
@@ -172,41 +182,55 @@ _SOFT_PLEASANTRIES = (
     _GREETING + r"\b.*",
     r"(?:谢谢|多谢|感谢|不好意思|抱歉|你好|您好).*",
 )
+_MAX_PLEASANTRY_CHARS = 160  # a longer unit is never a mere pleasantry
+# The types written by people: only these get pleasantries and filler removed ("OK: 3 tests
+# passed" from a tool, or "actually" in a log line, stays).
+_HUMAN_TYPES = ("message", "user_feedback", "user_preference")
 
 
-def _fullmatcher(patterns: Iterable[str]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.DOTALL)
+def _sequence_of(patterns: Iterable[str]) -> re.Pattern[str]:
+    """Matches one or more of ``patterns`` in a row, then up to two names ("Thanks, Bob")."""
+    item = "(?>" + "|".join(f"(?:{p})" for p in patterns) + ")"
+    return re.compile(f"{item}(?:[\\W_]*{item})*+{_NAMES}", re.IGNORECASE | re.DOTALL)
 
 
-_PLEASANTRY = _fullmatcher(_PLEASANTRIES_EN + _PLEASANTRIES_ZH)
-_ACK_EVALUATIVE = _fullmatcher(_ACKS_EVALUATIVE)
-_SOFT_PLEASANTRY = _fullmatcher(_SOFT_PLEASANTRIES)
-_EDGE_SYMBOLS = re.compile(r"^[\W_]+|[\W_]+$")
+# A sign-off, and the lone name that may follow it as the last line ("Best regards,\nTom").
+_SIGN_OFF = re.compile(
+    r"(?:many )?thanks|thank you|cheers|(?:best|kind|warm) regards|regards|best(?: wishes)?"
+    r"|sincerely|yours(?: truly| sincerely)?|take care|talk soon",
+    re.IGNORECASE,
+)
+_SIGNATURE = re.compile(r"[A-Z][\w'-]*(?: [A-Z][\w'-]*)?[.!]?")
+_PLEASANTRY = _sequence_of(_PLEASANTRIES)
+_PLEASANTRY_OR_ACK = _sequence_of(_PLEASANTRIES + _ACKS_EVALUATIVE)
+_SOFT_PLEASANTRY = re.compile(
+    "|".join(f"(?:{p})" for p in _SOFT_PLEASANTRIES), re.IGNORECASE | re.DOTALL
+)
 
 # A pleasantry opening a unit that goes on with something else: "Hi John, can you ...".
 _PLEASANTRY_PREFIX = re.compile(
     r"^(?:(?:" + _GREETING + _NAME + r")|" + _THANKS + r"|ok|okay|so|well|oh|um+|uh+|hmm+"
-    r"|sorry|alright|anyway|btw|by the way)\s*[,!:;—–-]\s*(?=\S)"
+    r"|sorry|alright|anyway|btw|by the way)(?:\s*[,!:;]\s*|\s+[—–-]\s+)(?=\S)"
     r"|^(?:你好|您好|嗨|哈喽|大家好|早上好|下午好|晚上好|谢谢|多谢|不好意思|抱歉|打扰一下|打扰了"
-    r"|对了|嗯+|呃+|啊+|哦+|那个|好的)[，,、！!~～\s]+(?=\S)",
+    r"|麻烦(?:你|您)了|辛苦(?:你|您)?了|对了|嗯+|呃+|啊+|哦+|那个|好的)[，,、！!~～\s]+(?=\S)",
     re.IGNORECASE,
 )
 # ... or closing it: "Could you check this, thanks!".
 _PLEASANTRY_SUFFIX = re.compile(
     r"(?:\s*[,，、;；]\s*|\s+|(?<=[\u4e00-\u9fff]))"
-    r"(?:thanks|thank you|thx|cheers|谢谢(?:你|您|啦|了)?|多谢|感谢|辛苦了|麻烦(?:你|您)了)"
+    r"(?:thanks|thank you|thx|cheers|谢谢(?:你|您|啦|了)?|多谢|辛苦了|麻烦(?:你|您)了)"
     r"(?:\s+(?:so|very) much|\s+a lot|\s+in advance)?[\s!！.。~～]*$",
     re.IGNORECASE,
 )
 
 # Filler words: removed only between spaces and never right after a negation or before a
 # number ("not just", "just 5 minutes" stay).
-_FILLER_WORDS_EN = ("basically", "actually", "literally", "honestly", "essentially", "really", "just")
+_FILLER_WORDS_EN = _word_set("basically actually literally honestly essentially really just")
 _FILLER_EN = re.compile(
-    r"(?:(?<=\s)|^)(?:" + "|".join(_FILLER_WORDS_EN) + r")(?:,\s*|\s+)(?=[^\W\d_])",
+    r"(?:(?<=\s)|^)(?:" + "|".join(sorted(_FILLER_WORDS_EN)) + r")(?:,\s*|\s+)(?=[^\W\d_])",
     re.IGNORECASE,
 )
-_NEGATIONS_EN = frozenset("not no never nothing nobody none nor neither without hardly".split())
+_NEGATIONS_EN = _word_set("not no never nothing nobody none nor neither without hardly")
 # Hedges opening a unit: "I think that we should ..." -> "we should ...".
 _HEDGE_THAT = re.compile(
     r"^i (?:think|believe|guess|feel) that\s+"
@@ -234,9 +258,11 @@ _REQUEST_CUES = (
     "don't forget", "how do i", "how can i", "how to", "is it possible", "i'm looking for",
     "tell me", "show me", "give me", "send me", "what is", "what's", "what are", "where is",
     "when is", "why",
-    "请", "帮我", "帮忙", "麻烦你", "麻烦您", "能不能", "能否", "可不可以", "可以帮", "想要",
-    "我想", "想", "需要", "要求", "希望", "给我", "记得", "提醒", "告诉我", "怎么", "如何",
-    "为什么",
+    # 请 opening a clause, or 请 + you/help/...: not 请大家吃饭 ("treat everyone to dinner").
+    r"(?:^|(?<=[，,。！？；：\s]))请", "请(?:你|您|帮|把|给|将|问|务必|确认|检查)",
+    "帮我", "帮忙", "麻烦你", "麻烦您", "能不能", "能否", "可不可以", "可以帮",
+    "想要", "我想", "想", "需要", "要求", "希望", "给我", "记得", "提醒", "告诉我",
+    "怎么", "如何", "为什么",
 )  # fmt: skip
 _DECISION_CUES = (
     "we decided", "i decided", "we've decided", "decided", "decision", "let's", "let us",
@@ -255,11 +281,15 @@ _PREFERENCE_CUES = (
     "一直", "习惯", "宁愿", "宁可", "倾向", "尽量", "避免", "不吃", "过敏",
 )  # fmt: skip
 _STEP_CUES = (
-    "first", "firstly", "second", "secondly", "third", "thirdly", r"step \d+", "step one",
-    "next", "then", "after that", "afterwards", "finally", "lastly",
+    r"step \d+", "step one", "then", "after that", "afterwards", "first of all",
     "第一步", "第二步", "第三步", r"第[一二三四五六七八九十\d]+步", "首先", "其次", "然后", "接着",
     "之后", "最后", "步骤",
 )  # fmt: skip
+# Ordinals are steps only when they open a unit ("Third, ..." but not "the third floor").
+_STEP_OPENERS = re.compile(
+    r"^(?:[-*•+]\s*|\d+[.)]\s*)?(?:first|firstly|second|secondly|third|thirdly|next|finally"
+    r"|lastly)\b"
+)
 _ISSUE_CUES = (
     "error", "errors", "exception", "bug", "bugs", "crash", "crashes", "crashed", "crashing",
     "fail", "fails", "failed", "failing", "failure", "broken", "doesn't work",
@@ -283,11 +313,10 @@ _EVALUATIVE_CUES = (
     "更好", "更差",
 )  # fmt: skip
 _FACT_CUES = (
-    "my name is", "i am", "i'm", "i live", "i work", "i was born", "call me", r"my \w+ is",
-    r"my \w+ are", r"our \w+ is", "birthday", "deadline", "due", "meeting", "appointment",
-    "budget", "price", "cost", "address", "phone", "email", "version",
-    "我叫", "我的名字", "名字是", "我是", "我住", "住在", "生日", "电话", "手机", "邮箱", "地址",
-    "截止", "预算", "价格", "版本", "会议", "开会",
+    "my name is", "call me", r"i'm (?:a|an|the|from)", r"i am (?:a|an|the|from)", "i live",
+    r"i work (?:at|for|as|in|on)", "i was born", r"my \w+ is", r"my \w+ are", r"our \w+ is",
+    r"our \w+ are", "deadline", "birthday",
+    "我叫", "我的名字", "名字是", "我是", "我住", "住在", "我来自", "生日", "截止",
 )  # fmt: skip
 # Specifics: each kind found adds to a unit's score.
 _DATE_CUES = (
@@ -296,21 +325,21 @@ _DATE_CUES = (
     "february", "march", "april", "may", "june", "july", "august", "september", "october",
     "november", "december", r"\d{4}-\d{2}-\d{2}", r"\d{1,2}:\d{2}",
     "今天", "明天", "后天", "昨天", "今晚", "下周", "上周", "本周", "周[一二三四五六日天]",
-    "星期[一二三四五六日天]", r"\d+\s*[年月日号点]",
+    "星期[一二三四五六日天]", r"(?<!\d)\d+\s*[年月日号点]",
 )  # fmt: skip
 _DIGIT = re.compile(r"\d")
-_LINK = re.compile(r"https?://|www\.|\S@\S+\.\w|\b[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b(?!\.\w)")
+_LINK = re.compile(r"https?://|www\.|\w@\w|(?<![\w-])[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b(?!\.\w)")
 _PROPER_NOUN = re.compile(r"(?<=\S )(?!I\b|I')[A-Z][\w-]*")
 _COPULA = re.compile(r"\b(?:is|are|was|were)\b|是")
 _QUESTION = re.compile(r"[?？]|吗")
 
 # Imperatives: a unit starting with one of these verbs is a request ("Convert the file.").
-_IMPERATIVE_VERBS = frozenset(
+_IMPERATIVE_VERBS = _word_set(
     "add fix make create write update remove delete change convert use send check run "
     "install show explain summarize summarise translate book schedule set call email list "
     "find build deploy rename move open close stop start keep try implement refactor test "
     "review compare draft prepare cancel reply tell give put save export import upload "
-    "download merge revert ignore replace include exclude sort filter format clean".split()
+    "download merge revert ignore replace include exclude sort filter format clean"
 )
 _FIRST_WORD = re.compile(r"^(?:[-*•+]\s*|\d+[.)]\s*)?([A-Za-z]+)\b")
 
@@ -340,18 +369,20 @@ _CATEGORIES: dict[str, re.Pattern[str]] = {
 _DATES = _cue_pattern(_DATE_CUES)
 # Categories that make a "soft" pleasantry ("Thanks for ...") worth keeping.
 _STRONG = ("request", "decision", "preference", "step", "issue", "evaluative")
+# Evaluative words ("great", 不错) only count in feedback and preferences: in a chat message
+# "nobody was in a great mood" carries no intent.
 _WEIGHTS = {
     "request": 3,
     "decision": 3,
     "preference": 3,
     "step": 2,
     "issue": 2,
-    "evaluative": 1,
+    "evaluative": 0,
     "fact": 2,
 }
 _TYPE_BONUS: dict[str, dict[str, int]] = {
-    "user_feedback": {"evaluative": 3, "issue": 1},
-    "user_preference": {"preference": 3, "evaluative": 2},
+    "user_feedback": {"evaluative": 4, "issue": 1},
+    "user_preference": {"preference": 3, "evaluative": 3},
     "tool_result": {"issue": 2},
     "system_event": {"fact": 1},
 }
@@ -420,11 +451,11 @@ class RuleEncoder:
             rendered = _render_json(text, self.max_chars)
             if rendered:
                 return rendered
-        units = _split_units(text, self.max_chars)
+        units = _split_units(text, self.max_chars, by_line=type == "tool_result")
         candidates = _candidates(units, type)
         if not candidates:  # only pleasantries: fall back to the first sentences as they are
             candidates = [_Candidate(i, u.text, 0, u.glued) for i, u in enumerate(units)]
-        summary = _join(_select(candidates, self.max_chars))
+        summary = _join(_select(candidates, self.max_chars, len(units)), len(units))
         if not summary:
             summary = _normalize(text)
         return _truncate(summary, self.max_chars)
@@ -451,26 +482,33 @@ def _is_cjk(char: str) -> bool:
 # --------------------------------------------------------------------------------------
 
 
-def _split_units(text: str, max_chars: int) -> list[_Unit]:
-    """Sentences of the prose, one line per code block or stack trace, in input order."""
+def _split_units(text: str, max_chars: int, *, by_line: bool = False) -> list[_Unit]:
+    """Sentences of the prose, one line per code block or stack trace, in input order.
+
+    ``by_line`` (tool output): each line is a unit, split into sentences only if too long.
+    """
     units: list[_Unit] = []
-    for kind, block in _blocks(text):
+    for kind, block in _blocks(text, wrap=not by_line):
         if kind == "code":
             units.append(_Unit(block, False, "code", _code_bonus(block)))
             continue
+        if by_line and len(block) <= max_chars:  # tool output is line-oriented
+            units.append(_Unit(block, False, "prose"))
+            continue
         for i, (sentence, glued) in enumerate(_split_sentences(block)):
+            # A block starts on a new line: its first sentence is never glued to anything.
+            glued = glued and i > 0
             pieces = _split_clauses(sentence) if len(sentence) > max_chars else [(sentence, False)]
             for j, (piece, piece_glued) in enumerate(pieces):
-                units.append(_Unit(piece, glued if j == 0 else piece_glued, "prose"))
-            if i == 0:  # a block starts on a new line: never glued to what came before
-                units[len(units) - len(pieces)] = units[len(units) - len(pieces)]._replace(
-                    glued=False
-                )
+                units.append(_Unit(piece, piece_glued if j else glued, "prose"))
     return units
 
 
-def _blocks(text: str) -> list[tuple[str, str]]:
-    """("prose", paragraph) and ("code", meaningful line) blocks, in input order."""
+def _blocks(text: str, *, wrap: bool = True) -> list[tuple[str, str]]:
+    """("prose", paragraph) and ("code", meaningful line) blocks, in input order.
+
+    With ``wrap``, a line continuing a hard-wrapped sentence joins the line before it.
+    """
     blocks: list[tuple[str, str]] = []
     paragraph: list[str] = []
 
@@ -501,7 +539,7 @@ def _blocks(text: str) -> list[tuple[str, str]]:
         else:
             if not stripped or _NOISE_LINE.match(line):
                 flush()
-            elif paragraph and _continues(paragraph[-1], stripped):
+            elif wrap and paragraph and _continues(paragraph[-1], stripped):
                 paragraph.append(stripped)
             else:
                 flush()
@@ -542,19 +580,23 @@ def _add_code(blocks: list[tuple[str, str]], body: list[str]) -> None:
 
 def _code_line(body: list[str]) -> str:
     """The line that best stands for a code block: its last exception line, else its first
-    line with any letters or digits that is not a shebang, header or stack frame."""
+    line of code (a comment only if there is no code), skipping shebangs, headers and stack
+    frames."""
     exceptions = [s for s in (line.strip() for line in body) if _EXCEPTION_LINE.fullmatch(s)]
     if exceptions:
         return _normalize(exceptions[-1])
-    for line in body:
-        stripped = line.strip()
-        if (
-            any(ch.isalnum() for ch in stripped)
-            and not _CODE_HEADER.match(stripped)
-            and not _NOISE_LINE.match(line)
-        ):
-            return _normalize(stripped)
-    return ""
+    meaningful = [line.strip() for line in body if _is_meaningful(line)]
+    code = [line for line in meaningful if not _CODE_COMMENT.match(line)]
+    return _normalize((code or meaningful or [""])[0])
+
+
+def _is_meaningful(line: str) -> bool:
+    stripped = line.strip()
+    return (
+        any(ch.isalnum() for ch in stripped)
+        and not _CODE_HEADER.match(stripped)
+        and not _NOISE_LINE.match(line)
+    )
 
 
 def _code_bonus(line: str) -> int:
@@ -562,8 +604,12 @@ def _code_bonus(line: str) -> int:
 
 
 def _continues(previous: str, line: str) -> bool:
-    """Whether ``line`` continues a hard-wrapped sentence begun on the line before."""
-    return previous[-1] not in _SENTENCE_END and "a" <= line[0] <= "z"
+    """Whether ``line`` continues a hard-wrapped sentence begun on the (long) line before."""
+    return (
+        len(previous) >= _MIN_WRAPPED_LINE
+        and previous[-1] not in _SENTENCE_END
+        and "a" <= line[0] <= "z"
+    )
 
 
 def _split_sentences(paragraph: str) -> list[tuple[str, bool]]:
@@ -616,49 +662,83 @@ def _ends_sentence(text: str, match: re.Match[str]) -> bool:
 
 
 def _candidates(units: list[_Unit], type: str) -> list[_Candidate]:
-    """Units worth keeping, compressed and scored; pleasantries are left out."""
+    """Units worth keeping, scored. In text people wrote, pleasantries are left out and
+    filler is dropped; machine text (tool results, system events) is kept as it is."""
     candidates = []
     for index, unit in enumerate(units):
-        if unit.kind == "code":
+        if unit.kind == "code" or type not in _HUMAN_TYPES:
             score = unit.bonus + _score(unit.text, type)
             candidates.append(_Candidate(index, unit.text, score, unit.glued))
             continue
-        text = _compress(unit.text)
-        if _is_pleasantry(text, type):
+        if _is_pleasantry(unit.text, type) or _is_signature(units, index):
             continue
-        candidates.append(_Candidate(index, text, _score(text, type), unit.glued))
+        text = _compress(unit.text)
+        if not _is_pleasantry(text, type):
+            candidates.append(_Candidate(index, text, _score(text, type), unit.glued))
     return candidates
+
+
+def _is_signature(units: list[_Unit], index: int) -> bool:
+    """Whether the unit at ``index`` is the name signing off the text ("Thanks,\nBob")."""
+    return (
+        index == len(units) - 1
+        and index > 0
+        and _SIGNATURE.fullmatch(units[index].text) is not None
+        and _SIGN_OFF.fullmatch(_strip_symbols(units[index - 1].text)) is not None
+    )
 
 
 def _compress(text: str) -> str:
     """Drop the pleasantry around a unit's content and the filler inside it."""
-    result = text
-    for _ in range(3):
+    result = _PLEASANTRY_SUFFIX.sub("", text, count=1) or text
+    for _ in range(4):  # again: dropping one can expose another ("Basically, I think that")
         trimmed = _PLEASANTRY_PREFIX.sub("", result, count=1)
-        if trimmed == result:
+        trimmed = _HEDGE_THAT.sub("", trimmed, count=1) or trimmed
+        trimmed = _HEDGE.sub("", trimmed, count=1) or trimmed
+        trimmed = _drop_fillers(_FILLER_ZH, _drop_fillers(_FILLER_EN, trimmed))
+        if not trimmed.strip() or trimmed == result:
             break
         result = trimmed
-    result = _PLEASANTRY_SUFFIX.sub("", result, count=1) or result
-    result = _HEDGE_THAT.sub("", result, count=1) or result
-    result = _HEDGE.sub("", result, count=1) or result
-    result = _FILLER_EN.sub(_drop_filler, result)
-    result = _FILLER_ZH.sub(_drop_filler, result)
     return _normalize(result) or text
 
 
-def _drop_filler(match: re.Match[str]) -> str:
-    """"" unless dropping the match would change the meaning or fuse two words."""
-    text, start, end = match.string, match.start(), match.end()
-    before = text[max(0, start - 1) : start]
-    after = text[end : end + 1]
-    if _is_word_char(before) and _is_word_char(after) and not (_is_cjk(before) or _is_cjk(after)):
-        return match.group()  # "abc其实def" would become "abcdef"
-    previous = text[:start].split()[-1:]
-    if previous:
-        word = previous[0].lower().strip(".,;:!?\"'()")
-        if word in _NEGATIONS_EN or word.endswith(("n't", "n’t")) or word.endswith(("不", "没")):
-            return match.group()  # "not just", "isn't actually"
-    return ""
+def _drop_fillers(pattern: re.Pattern[str], text: str) -> str:
+    """``text`` without the matches of ``pattern``, except where dropping one would change
+    the meaning ("not just", "isn't actually") or fuse two words ("abc其实def")."""
+    parts: list[str] = []
+    before = ""  # the last character kept so far
+    kept_until = 0
+    for match in pattern.finditer(text):
+        parts.append(text[kept_until : match.start()])
+        before = parts[-1][-1:] or before
+        after = text[match.end() : match.end() + 1]
+        if _would_fuse_chars(before, after) or _after_negation(text, match.start()):
+            parts.append(match.group())
+            before = match.group()[-1]
+        kept_until = match.end()
+    parts.append(text[kept_until:])
+    return "".join(parts)
+
+
+def _would_fuse_chars(before: str, after: str) -> bool:
+    return (
+        _is_word_char(before) and _is_word_char(after) and not (_is_cjk(before) or _is_cjk(after))
+    )
+
+
+def _after_negation(text: str, start: int) -> bool:
+    word = _previous_word(text, start).lower().strip(".,;:!?\"'()")
+    return word in _NEGATIONS_EN or word.endswith(("n't", "n’t", "不", "没"))
+
+
+def _previous_word(text: str, start: int) -> str:
+    end = start
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    begin = end
+    while begin > 0 and not text[begin - 1].isspace():
+        begin -= 1
+    return text[begin:end]
 
 
 def _is_word_char(char: str) -> bool:
@@ -666,17 +746,29 @@ def _is_word_char(char: str) -> bool:
 
 
 def _is_pleasantry(text: str, type: str) -> bool:
-    core = _EDGE_SYMBOLS.sub("", text)
+    core = _strip_symbols(text)
     if not core:
         return True  # only punctuation or emoji
+    if len(core) > _MAX_PLEASANTRY_CHARS:
+        return False
     if _PLEASANTRY.fullmatch(core):
         return True
-    if _ACK_EVALUATIVE.fullmatch(core):
+    if _PLEASANTRY_OR_ACK.fullmatch(core):
         return type not in ("user_feedback", "user_preference")
     if _SOFT_PLEASANTRY.fullmatch(core):
         lowered = _lower(text)
         return not any(_CATEGORIES[name].search(lowered) for name in _STRONG)
     return False
+
+
+def _strip_symbols(text: str) -> str:
+    """``text`` without the punctuation, symbols and emoji at its two ends."""
+    start, end = 0, len(text)
+    while start < end and not _is_word_char(text[start]):
+        start += 1
+    while end > start and not _is_word_char(text[end - 1]):
+        end -= 1
+    return text[start:end]
 
 
 def _lower(text: str) -> str:
@@ -690,6 +782,8 @@ def _score(text: str, type: str) -> int:
     hits = {name for name, pattern in _CATEGORIES.items() if pattern.search(lowered)}
     if "request" not in hits and _is_imperative(text):
         hits.add("request")
+    if _STEP_OPENERS.match(lowered):
+        hits.add("step")
     score = sum(_WEIGHTS[name] + bonus.get(name, 0) for name in hits)
     specifics = sum(
         1
@@ -718,15 +812,26 @@ def _is_imperative(text: str) -> bool:
 # --------------------------------------------------------------------------------------
 
 
-def _select(candidates: list[_Candidate], max_chars: int) -> list[_Candidate]:
-    """The best-scoring candidates that fit in ``max_chars``, in input order.
+def _select(candidates: list[_Candidate], max_chars: int, total: int) -> list[_Candidate]:
+    """The candidates to keep, in input order.
 
-    Candidates are taken by score (earlier first on ties) while they fit; if even the best
-    one does not fit it is kept alone, to be truncated.
+    All of them if they fit. Otherwise those carrying intent, best score first (earlier
+    first on ties) while they fit; if even the best one does not fit it is kept alone, to be
+    truncated. If none carries intent, all of them: the first sentences survive truncation.
     """
+    if len(_join(candidates, total)) <= max_chars:
+        return candidates
+    seen: set[str] = set()
+    scored = []
+    for candidate in candidates:  # repeated lines (logs) are kept once
+        if candidate.score > 0 and candidate.text not in seen:
+            scored.append(candidate)
+            seen.add(candidate.text)
+    if not scored:
+        return candidates
     chosen: list[_Candidate] = []
     used = 0
-    for candidate in sorted(candidates, key=lambda c: (-c.score, c.index)):
+    for candidate in sorted(scored, key=lambda c: (-c.score, c.index)):
         cost = len(candidate.text) + (1 if chosen else 0)
         if used + cost <= max_chars:
             chosen.append(candidate)
@@ -736,21 +841,30 @@ def _select(candidates: list[_Candidate], max_chars: int) -> list[_Candidate]:
     return sorted(chosen, key=lambda c: c.index)
 
 
-def _join(chosen: list[_Candidate]) -> str:
+def _join(chosen: list[_Candidate], total: int) -> str:
     """Kept units in order: as they were joined in the input when they were neighbours,
-    else with a space (none after CJK punctuation)."""
+    else with a space (none after CJK punctuation). A unit whose successor (of ``total``
+    units) was left out loses a dangling comma, semicolon or colon."""
     parts: list[str] = []
-    previous: _Candidate | None = None
-    for candidate in chosen:
-        if previous is not None:
-            if candidate.index == previous.index + 1:
-                glue = "" if candidate.glued else " "
+    for i, candidate in enumerate(chosen):
+        text = candidate.text
+        followed = i + 1 < len(chosen) and chosen[i + 1].index == candidate.index + 1
+        if not followed and candidate.index + 1 < total:
+            text = text.rstrip(_CLAUSE_PUNCTUATION).rstrip() or text
+        if parts:
+            if candidate.index == chosen[i - 1].index + 1:
+                glued = candidate.glued and not _would_fuse(parts[-1], text)
             else:
-                glue = "" if previous.text[-1] in _GLUE_AFTER else " "
-            parts.append(glue)
-        parts.append(candidate.text)
-        previous = candidate
+                glued = parts[-1][-1] in _GLUE_AFTER
+            parts.append("" if glued else " ")
+        parts.append(text)
     return "".join(parts)
+
+
+def _would_fuse(left: str, right: str) -> bool:
+    """Whether writing ``right`` straight after ``left`` would run two words together
+    (a unit can lose its closing punctuation to compression: "ok, thanks。")."""
+    return _would_fuse_chars(left[-1], right[0])
 
 
 def _truncate(text: str, max_chars: int) -> str:
@@ -855,7 +969,7 @@ def _json_score(label: str, value: Any) -> int:
     """Errors and messages first, then names and prose, numbers, flags; ids last."""
     key = label.lower()
     score = _JSON_KEY_RANK.get(key, 0)
-    if key.endswith(("_id", "id")) and key not in _JSON_KEY_RANK and len(key) > 2:
+    if key not in _JSON_KEY_RANK and (key.endswith(("_id", "-id")) or label.endswith("Id")):
         score -= 2
     if isinstance(value, bool):
         return score

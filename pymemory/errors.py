@@ -53,6 +53,13 @@ class SchemaError(PymemoryError):
     code = "schema_mismatch"
 
 
+class StorageError(PymemoryError):
+    """The storage backend failed (e.g. IndexedDB quota exceeded or transaction aborted).
+    The failed batch was not applied."""
+
+    code = "storage_error"
+
+
 class StoreClosedError(PymemoryError):
     """The store (or its KV backend) has been closed."""
 
@@ -65,6 +72,7 @@ __all__ = [
     "NotFoundError",
     "PymemoryError",
     "SchemaError",
+    "StorageError",
     "StoreClosedError",
     "StrategyError",
     "ValidationError",

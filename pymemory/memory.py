@@ -595,6 +595,8 @@ class Memory:
         self._check_open()
         if not isinstance(query, str) or isinstance(limit, bool) or not isinstance(limit, int):
             raise ValidationError("search_archive(query: str, limit: int)")
+        if limit < 0:
+            raise ValidationError("limit must be >= 0")
         archived = [
             ArchivedItem.from_dict(loads(raw)) async for _, raw in iter_prefix(self.kv, schema.ARC)
         ]
@@ -647,14 +649,19 @@ class Memory:
         lines: str | Iterable[str],
         *,
         on_conflict: Literal["error", "skip", "replace"] = "error",
+        chunk_size: int = WRITE_CHUNK,
+        on_progress: Callable[[int, int], object] | None = None,
     ) -> ImportResult:
         """Load an ``export()``. Every line is checked before anything is written, so bad
         input (ImportFormatError names the line) or an id conflict (ConflictError, with
         ``on_conflict="error"``) leaves the store unchanged. Writes go in atomic batches of
-        1000; each returned batch is durable."""
+        ``chunk_size``; after each batch is durable, ``on_progress(written, total)`` is
+        called (its errors are logged, never raised)."""
         self._check_open()
         if on_conflict not in ("error", "skip", "replace"):
             raise ValidationError("on_conflict must be 'error', 'skip' or 'replace'")
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+            raise ValidationError("chunk_size must be an int >= 1")
         if isinstance(lines, str):
             lines = lines.splitlines()
         memories, archived = _parse_export(lines)
@@ -674,8 +681,8 @@ class Memory:
             records: list[MemoryItem | ArchivedItem] = [
                 r for r in (*memories, *archived) if r.id not in skip
             ]
-            for start in range(0, len(records), WRITE_CHUNK):
-                chunk = records[start : start + WRITE_CHUNK]
+            for start in range(0, len(records), chunk_size):
+                chunk = records[start : start + chunk_size]
                 puts, deletes = [], []
                 for r in chunk:
                     if isinstance(r, MemoryItem):
@@ -700,6 +707,11 @@ class Memory:
                         if r.id not in existing_arc:
                             existing_arc.add(r.id)
                             self._archived_count += 1
+                if on_progress is not None:
+                    try:
+                        on_progress(start + len(chunk), len(records))
+                    except Exception:
+                        log.exception("import progress callback failed")
         return ImportResult(
             added=len(records) - len(set(taken) - skip),
             replaced=len(set(taken) - skip),

@@ -1,0 +1,509 @@
+"""Core memory blocks (seed 000, Letta-style): small labelled texts the model sees every turn.
+
+A :class:`MemoryBlockSet` holds at most ``max_blocks`` blocks (default 5), each with a
+``label``, a ``value`` of at most ``limit`` characters (default 2000), a ``description``
+telling the model what the block is for, and a ``read_only`` flag. The set renders as ONE
+user-role message placed after the cached system prefix (see ``MessageAssembler``), so
+editing a block never invalidates the prompt cache of the system prompt and tools. This is
+a deliberate difference from Letta, which renders core memory inside the system prompt.
+
+:func:`core_memory_tools` gives the model Letta's two edit tools with Letta's argument
+names: ``core_memory_append(label, content)`` and
+``core_memory_replace(label, old_content, new_content)``. Their errors come back as
+``ToolResult(is_error=True)`` with a message that says what to do; nothing is changed then.
+
+Persistence. A set lives in memory by default. ``await blocks.snapshot(kv, set_id)``
+writes it, ``await MemoryBlockSet.restore(kv, set_id)`` reads it back, and
+``await MemoryBlockSet.open(kv, set_id, blocks)`` returns a set bound to the store that
+writes every change before it takes effect in memory. Key layout::
+
+    blk:<set_id>   the whole set as canonical JSON:
+                   {"format": 1, "max_blocks": 5, "revision": 7,
+                    "blocks": [{"label", "value", "limit", "description", "read_only"}, ...]}
+
+The whole set is one key, so each change is one atomic put: a crash leaves the previous
+state or the new one, never half an edit. ``revision`` counts the changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from ..errors import ConflictError, NotFoundError, ValidationError
+from ..item import dumps
+from ..kv.base import KvBackend
+from ..schema import ensure_schema
+from .tools import Tool, ToolResult
+
+__all__ = [
+    "DEFAULT_BLOCK_LIMIT",
+    "DEFAULT_MAX_BLOCKS",
+    "MemoryBlock",
+    "MemoryBlockSet",
+    "block_key",
+    "core_memory_tools",
+]
+
+DEFAULT_MAX_BLOCKS = 5
+DEFAULT_BLOCK_LIMIT = 2000
+MAX_BLOCK_LIMIT = 100_000
+MAX_DESCRIPTION_CHARS = 1000
+MAX_SET_SIZE = 100
+BLOCK_PREFIX = "blk:"
+SNAPSHOT_FORMAT = 1
+LABEL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+SET_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}")
+
+_HEADER = (
+    "These memory blocks are your core memory, shown to you on every turn. "
+    "Edit them with core_memory_append and core_memory_replace."
+)
+
+
+def _check_str(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(f"{name} must not contain lone surrogates") from None
+    return value
+
+
+def _check_int(name: str, value: object, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValidationError(f"{name} must be an int in {lo}..{hi}, got {value!r}")
+    return value
+
+
+def _check_label(value: object) -> str:
+    _check_str("label", value)
+    if not LABEL_RE.fullmatch(value):  # type: ignore[arg-type]
+        raise ValidationError(
+            "a block label must be 1-64 letters, digits, _ or - and start with a letter "
+            f"or _ (e.g. 'human'), got {value!r}"
+        )
+    return value  # type: ignore[return-value]
+
+
+def block_key(set_id: str) -> str:
+    """The KV key of a snapshot: ``blk:<set_id>``."""
+    _check_str("set_id", set_id)
+    if not SET_ID_RE.fullmatch(set_id):
+        raise ValidationError(
+            f"set_id must be 1-128 characters of letters, digits and _.:/@-, got {set_id!r}"
+        )
+    return BLOCK_PREFIX + set_id
+
+
+@dataclass(frozen=True)
+class MemoryBlock:
+    """One labelled block. ``value`` never exceeds ``limit`` characters (code points)."""
+
+    label: str
+    value: str = ""
+    limit: int = DEFAULT_BLOCK_LIMIT
+    description: str = ""
+    read_only: bool = False
+
+    def __post_init__(self) -> None:
+        _check_label(self.label)
+        _check_str("value", self.value)
+        _check_int("limit", self.limit, 1, MAX_BLOCK_LIMIT)
+        _check_str("description", self.description)
+        if len(self.description) > MAX_DESCRIPTION_CHARS:
+            raise ValidationError(f"description must be at most {MAX_DESCRIPTION_CHARS} chars")
+        if not isinstance(self.read_only, bool):
+            raise ValidationError("read_only must be a bool")
+        if len(self.value) > self.limit:
+            raise ValidationError(
+                f"block {self.label!r} value has {len(self.value)} characters, over its "
+                f"limit of {self.limit}; raise the limit or shorten the value"
+            )
+
+    @property
+    def chars(self) -> int:
+        return len(self.value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryBlock:
+        if not isinstance(data, Mapping):
+            raise ValidationError("a block must be a MemoryBlock or a mapping")
+        unknown = set(data) - {"label", "value", "limit", "description", "read_only"}
+        if unknown:
+            raise ValidationError(f"unknown block fields: {', '.join(sorted(map(str, unknown)))}")
+        if "label" not in data:
+            raise ValidationError("a block needs a label")
+        return cls(**data)
+
+
+def _as_block(block: MemoryBlock | Mapping[str, Any]) -> MemoryBlock:
+    return block if isinstance(block, MemoryBlock) else MemoryBlock.from_dict(block)
+
+
+class MemoryBlockSet:
+    """An ordered set of memory blocks, in memory or bound to a KV store (see ``open``).
+
+    Reads (``get``, ``list``, ``render``) are synchronous. Changes are async because a
+    bound set writes them to its store first; a change that fails validation raises a
+    typed error and changes nothing. ``append`` and ``replace`` are the agent's edits
+    (they refuse read-only blocks); ``set_value``, ``add`` and ``remove`` are the app's.
+    """
+
+    def __init__(
+        self,
+        blocks: Iterable[MemoryBlock | Mapping[str, Any]] = (),
+        *,
+        max_blocks: int = DEFAULT_MAX_BLOCKS,
+    ) -> None:
+        self.max_blocks = _check_int("max_blocks", max_blocks, 1, MAX_SET_SIZE)
+        if isinstance(blocks, (str, bytes, Mapping)):
+            raise ValidationError("blocks must be an iterable of blocks")
+        items: dict[str, MemoryBlock] = {}
+        for raw in blocks:
+            block = _as_block(raw)
+            if block.label in items:
+                raise ConflictError(f"two blocks are labelled {block.label!r}")
+            items[block.label] = block
+        if len(items) > self.max_blocks:
+            raise ValidationError(f"{len(items)} blocks given, max_blocks is {self.max_blocks}")
+        self._blocks = items
+        self._revision = 0
+        self._kv: KvBackend | None = None
+        self._key: str | None = None
+        self._lock = asyncio.Lock()
+
+    # --- persistence ------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        kv: KvBackend,
+        set_id: str,
+        blocks: Iterable[MemoryBlock | Mapping[str, Any]] = (),
+        *,
+        max_blocks: int = DEFAULT_MAX_BLOCKS,
+    ) -> MemoryBlockSet:
+        """A set bound to ``blk:<set_id>``: the stored one if present (``blocks`` and
+        ``max_blocks`` are then ignored), else a new one from ``blocks``, written now."""
+        key = block_key(set_id)
+        await ensure_schema(kv)
+        raw = await kv.get(key)
+        if raw is not None:
+            bound = cls._decode(raw, key)
+        else:
+            bound = cls(blocks, max_blocks=max_blocks)
+            await kv.put_many([(key, bound._encode(bound._blocks, bound._revision))])
+        bound._kv, bound._key = kv, key
+        return bound
+
+    @classmethod
+    async def restore(cls, kv: KvBackend, set_id: str) -> MemoryBlockSet:
+        """An in-memory copy of the snapshot under ``blk:<set_id>`` (NotFoundError if none)."""
+        key = block_key(set_id)
+        raw = await kv.get(key)
+        if raw is None:
+            raise NotFoundError(f"no memory block snapshot under {key!r}")
+        return cls._decode(raw, key)
+
+    async def snapshot(self, kv: KvBackend, set_id: str) -> None:
+        """Write the current state under ``blk:<set_id>`` in one atomic put."""
+        key = block_key(set_id)
+        await ensure_schema(kv)
+        async with self._lock:
+            await kv.put_many([(key, self._encode(self._blocks, self._revision))])
+
+    @staticmethod
+    async def delete_snapshot(kv: KvBackend, set_id: str) -> None:
+        """Remove the snapshot under ``blk:<set_id>`` (absent is fine)."""
+        await kv.delete_many([block_key(set_id)])
+
+    @property
+    def bound_key(self) -> str | None:
+        """The KV key this set writes every change to, or None for an in-memory set."""
+        return self._key
+
+    @property
+    def revision(self) -> int:
+        """How many changes this set has seen (persisted in snapshots)."""
+        return self._revision
+
+    def _encode(self, blocks: Mapping[str, MemoryBlock], revision: int) -> bytes:
+        record = {
+            "format": SNAPSHOT_FORMAT,
+            "max_blocks": self.max_blocks,
+            "revision": revision,
+            "blocks": [b.to_dict() for b in blocks.values()],
+        }
+        return dumps(record).encode("utf-8")
+
+    @classmethod
+    def _decode(cls, raw: bytes, key: str) -> MemoryBlockSet:
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
+                raise ValidationError(f"expected an object with format {SNAPSHOT_FORMAT}")
+            if not isinstance(data.get("blocks"), list):
+                raise ValidationError("blocks must be a list")
+            out = cls(data["blocks"], max_blocks=data.get("max_blocks"))
+            out._revision = _check_int("revision", data.get("revision"), 0, 2**53)
+        except (ValueError, TypeError, ConflictError) as exc:
+            raise ValidationError(f"the block snapshot {key!r} is unreadable: {exc}") from None
+        return out
+
+    async def _commit(self, blocks: dict[str, MemoryBlock]) -> None:
+        # Called with the lock held. Store first, then memory: a failed write changes nothing.
+        if self._kv is not None and self._key is not None:
+            await self._kv.put_many([(self._key, self._encode(blocks, self._revision + 1))])
+        self._blocks = blocks
+        self._revision += 1
+
+    # --- reads ------------------------------------------------------------------------
+
+    def get(self, label: str) -> MemoryBlock:
+        """The block labelled ``label`` (NotFoundError if none)."""
+        block = self._blocks.get(label)
+        if block is None:
+            known = ", ".join(self._blocks) or "none"
+            raise NotFoundError(f"no memory block labelled {label!r}; labels: {known}")
+        return block
+
+    def list(self) -> list[MemoryBlock]:
+        """All blocks in insertion order."""
+        return list(self._blocks.values())
+
+    def labels(self) -> list[str]:
+        return list(self._blocks)
+
+    def __len__(self) -> int:
+        return len(self._blocks)
+
+    def __contains__(self, label: object) -> bool:
+        return label in self._blocks
+
+    def __iter__(self) -> Iterator[MemoryBlock]:
+        return iter(list(self._blocks.values()))
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"max_blocks": n, "blocks": [...]}``: the JSON state, e.g. for a checkpoint."""
+        return {"max_blocks": self.max_blocks, "blocks": [b.to_dict() for b in self]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryBlockSet:
+        if not isinstance(data, Mapping) or not isinstance(data.get("blocks"), list):
+            raise ValidationError("expected {'max_blocks': int, 'blocks': [...]}")
+        return cls(data["blocks"], max_blocks=data.get("max_blocks", DEFAULT_MAX_BLOCKS))
+
+    # --- changes ----------------------------------------------------------------------
+
+    async def add(self, block: MemoryBlock | Mapping[str, Any]) -> MemoryBlock:
+        """Add a new block at the end (ConflictError if the label exists)."""
+        block = _as_block(block)
+        async with self._lock:
+            if block.label in self._blocks:
+                raise ConflictError(f"a block labelled {block.label!r} already exists")
+            if len(self._blocks) >= self.max_blocks:
+                raise ValidationError(
+                    f"this set already holds max_blocks={self.max_blocks} blocks; remove one first"
+                )
+            await self._commit({**self._blocks, block.label: block})
+        return block
+
+    async def remove(self, label: str) -> MemoryBlock:
+        """Remove and return a block (NotFoundError if none)."""
+        async with self._lock:
+            block = self.get(label)
+            await self._commit({k: v for k, v in self._blocks.items() if k != label})
+        return block
+
+    async def set_value(self, label: str, value: str) -> MemoryBlock:
+        """Replace a block's whole value (the app's edit: allowed on read-only blocks)."""
+        async with self._lock:
+            block = self.get(label)
+            return await self._put(replace(block, value=_check_str("value", value)))
+
+    async def append(self, label: str, content: str) -> MemoryBlock:
+        """Letta's ``core_memory_append``: add ``content`` on a new line (no leading
+        newline when the block is empty). Refuses read-only blocks and limit overflows."""
+        _check_str("content", content)
+        async with self._lock:
+            block = self._editable(label)
+            value = f"{block.value}\n{content}" if block.value else content
+            return await self._put(self._resized(block, value))
+
+    async def replace(self, label: str, old_content: str, new_content: str) -> MemoryBlock:
+        """Letta's ``core_memory_replace``: replace every occurrence of ``old_content``
+        (which must be present and non-empty) by ``new_content`` ("" deletes it)."""
+        _check_str("old_content", old_content)
+        _check_str("new_content", new_content)
+        return (await self._replace(label, old_content, new_content))[0]
+
+    async def _replace(self, label: str, old: str, new: str) -> tuple[MemoryBlock, int]:
+        if not old:
+            raise ValidationError("old_content must not be empty")
+        async with self._lock:
+            block = self._editable(label)
+            count = block.value.count(old)
+            if not count:
+                raise NotFoundError(
+                    f"old_content {_preview(old)} was not found in memory block "
+                    f"{label!r}; it must match the block's text exactly"
+                )
+            value = block.value.replace(old, new)
+            return await self._put(self._resized(block, value)), count
+
+    def _editable(self, label: str) -> MemoryBlock:
+        block = self.get(label)
+        if block.read_only:
+            raise ValidationError(f"memory block {label!r} is read-only and cannot be edited")
+        return block
+
+    @staticmethod
+    def _resized(block: MemoryBlock, value: str) -> MemoryBlock:
+        if len(value) > block.limit:
+            raise ValidationError(
+                f"edit refused: memory block {block.label!r} would hold {len(value)} "
+                f"characters, over its limit of {block.limit}; write less, or condense the "
+                "block with core_memory_replace first"
+            )
+        return replace(block, value=value)
+
+    async def _put(self, block: MemoryBlock) -> MemoryBlock:
+        blocks = dict(self._blocks)
+        blocks[block.label] = block
+        await self._commit(blocks)
+        return block
+
+    # --- rendering --------------------------------------------------------------------
+
+    def render(self) -> str:
+        """The blocks as the text of one user message, with characters used / limit."""
+        parts = ["<memory_blocks>", _HEADER]
+        for b in self._blocks.values():
+            parts.append("")
+            parts.append(f"<{b.label}>")
+            if b.description:
+                parts.append(f"<description>{b.description}</description>")
+            flag = "true" if b.read_only else "false"
+            parts.append(
+                f"<metadata>chars_used={b.chars} chars_limit={b.limit} read_only={flag}</metadata>"
+            )
+            parts.extend(["<value>", b.value, "</value>", f"</{b.label}>"])
+        parts.append("</memory_blocks>")
+        return "\n".join(parts)
+
+    def message(self) -> dict[str, str]:
+        """``{"role": "user", "content": render()}``."""
+        return {"role": "user", "content": self.render()}
+
+
+def _preview(text: str, width: int = 80) -> str:
+    return repr(text if len(text) <= width else text[:width] + "...")
+
+
+# --- the agent's tools ----------------------------------------------------------------
+
+_APPEND_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "label": {"type": "string", "description": "Label of the memory block to edit."},
+        "content": {
+            "type": "string",
+            "description": "Text to add at the end of the block, on a new line. "
+            "Any Unicode, including emoji, is fine.",
+        },
+    },
+    "required": ["label", "content"],
+    "additionalProperties": False,
+}
+
+_REPLACE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "label": {"type": "string", "description": "Label of the memory block to edit."},
+        "old_content": {
+            "type": "string",
+            "description": "Text to replace; must match the block's text exactly.",
+        },
+        "new_content": {
+            "type": "string",
+            "description": "Replacement text. Use an empty string to delete old_content.",
+        },
+    },
+    "required": ["label", "old_content", "new_content"],
+    "additionalProperties": False,
+}
+
+
+def _args(tool: str, args: Mapping[str, Any], names: tuple[str, ...]) -> list[str] | ToolResult:
+    missing = [n for n in names if not isinstance(args.get(n), str)]
+    # Letta adds ``request_heartbeat`` to every tool; agents trained on it may still send it.
+    extra = sorted(set(args) - set(names) - {"request_heartbeat"})
+    if missing or extra:
+        wanted = ", ".join(f"{n} (string)" for n in names)
+        detail = f"missing or not a string: {', '.join(missing)}" if missing else ""
+        if extra:
+            detail += ("; " if detail else "") + f"unexpected: {', '.join(map(str, extra))}"
+        return ToolResult(f"Error: {tool} takes {wanted}; {detail}.", is_error=True)
+    return [args[n] for n in names]
+
+
+def _done(op: str, block: MemoryBlock, text: str, **extra: Any) -> ToolResult:
+    artifact = {"op": op, "label": block.label, "value": block.value,
+                "chars": block.chars, "limit": block.limit, **extra}  # fmt: skip
+    return ToolResult(f"{text} ({block.chars}/{block.limit} characters used).", artifact)
+
+
+def core_memory_tools(blocks: MemoryBlockSet) -> list[Tool]:
+    """``core_memory_append`` and ``core_memory_replace`` over ``blocks`` (Letta's names and
+    arguments). Bad calls return ``ToolResult(is_error=True)`` and change nothing."""
+
+    async def append(args: dict[str, Any]) -> ToolResult:
+        parsed = _args("core_memory_append", args, ("label", "content"))
+        if isinstance(parsed, ToolResult):
+            return parsed
+        label, content = parsed
+        try:
+            block = await blocks.append(label, content)
+        except (ValidationError, NotFoundError) as exc:
+            return ToolResult(f"Error: {exc}.", is_error=True)
+        return _done("append", block, f"Appended to memory block {label!r}")
+
+    async def replace_(args: dict[str, Any]) -> ToolResult:
+        parsed = _args("core_memory_replace", args, ("label", "old_content", "new_content"))
+        if isinstance(parsed, ToolResult):
+            return parsed
+        label, old, new = parsed
+        try:
+            block, count = await blocks._replace(label, old, new)
+        except (ValidationError, NotFoundError) as exc:
+            return ToolResult(f"Error: {exc}.", is_error=True)
+        times = "1 occurrence" if count == 1 else f"{count} occurrences"
+        return _done("replace", block, f"Replaced {times} in memory block {label!r}",
+                     replacements=count)  # fmt: skip
+
+    return [
+        Tool(
+            name="core_memory_append",
+            description="Append text to one of your core memory blocks (shown to you every "
+            "turn). The text goes on a new line after the block's current value.",
+            parameters=_APPEND_SCHEMA,
+            handler=append,
+        ),
+        Tool(
+            name="core_memory_replace",
+            description="Replace text in one of your core memory blocks. old_content must "
+            "match exactly; every occurrence is replaced. To delete text, pass an empty "
+            "string as new_content.",
+            parameters=_REPLACE_SCHEMA,
+            handler=replace_,
+        ),
+    ]

@@ -1,0 +1,87 @@
+"""The tool shape shared by every agent-callable primitive (blocks, memory tools, the
+memory agent): a JSON Schema for the model, an async handler, and a result that carries
+text for the model plus an optional structured artifact for the app (seed 004)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import NotFoundError, ValidationError
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    content: str  # what the model reads
+    artifact: dict[str, Any] | None = None  # structured outcome for the app / UI
+    is_error: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"content": self.content, "artifact": self.artifact, "is_error": self.is_error}
+
+
+Handler = Callable[[dict[str, Any]], Awaitable[ToolResult]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON Schema of the arguments object
+    handler: Handler = field(repr=False)
+
+    def openai_schema(self) -> dict[str, Any]:
+        """Chat Completions ``tools`` entry."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def anthropic_schema(self) -> dict[str, Any]:
+        """Messages API ``tools`` entry."""
+        return {"name": self.name, "description": self.description, "input_schema": self.parameters}
+
+    async def call(self, args: Mapping[str, Any]) -> ToolResult:
+        if not isinstance(args, Mapping):
+            raise ValidationError(f"{self.name}: arguments must be an object")
+        return await self.handler(dict(args))
+
+
+class ToolSet:
+    """Tools by name, so an agent loop can dispatch a model's tool call."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValidationError(f"duplicate tool name {tool.name!r}")
+        self._tools[tool.name] = tool
+
+    def __iter__(self):
+        return iter(self._tools.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def openai_schemas(self) -> list[dict[str, Any]]:
+        return [t.openai_schema() for t in self._tools.values()]
+
+    def anthropic_schemas(self) -> list[dict[str, Any]]:
+        return [t.anthropic_schema() for t in self._tools.values()]
+
+    async def call(self, name: str, args: Mapping[str, Any]) -> ToolResult:
+        tool = self._tools.get(name)
+        if tool is None:
+            raise NotFoundError(f"no tool named {name!r}; known: {', '.join(self._tools)}")
+        return await tool.call(args)

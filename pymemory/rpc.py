@@ -1,0 +1,314 @@
+"""The JSON API the JavaScript client speaks, independent of where it runs.
+
+The worker calls ``await api.call(db, method, params_json)`` and gets back a JSON string:
+``{"ok": true, "result": ...}`` or ``{"ok": false, "error": {"code": ..., "message": ...}}``.
+Parameters and results use the JS naming (camelCase); item metadata is passed through
+untouched. Nothing here imports a browser module, so it is tested in CPython.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .errors import PymemoryError, ValidationError
+from .item import ArchivedItem, MemoryItem
+from .kv import KvBackend
+from .kv.conformance import run_conformance
+from .memory import ImportResult, Memory
+from .orchestrator import Candidate, Retrieval, ScoredMemory
+
+log = logging.getLogger("pymemory")
+
+KvFactory = Callable[[str], Awaitable[KvBackend]]
+Progress = Callable[[int, int], object]
+
+
+def item_js(item: MemoryItem) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "type": item.type,
+        "timestamp": item.timestamp,
+        "content": item.content,
+        "text": item.text,
+        "contentMethod": item.content_method,
+        "scope": item.scope,
+        "tags": list(item.tags),
+        "ttlMs": item.ttl_ms,
+        "feedback": {
+            "liked": item.feedback.liked,
+            "disliked": item.feedback.disliked,
+            "important": item.feedback.important,
+        },
+        "metadata": item.metadata,
+    }
+
+
+def scored_js(m: ScoredMemory) -> dict[str, Any]:
+    return {
+        "item": item_js(m.item),
+        "score": m.score,
+        "bm25": m.bm25,
+        "decay": m.decay,
+        "feedbackWeight": m.feedback_weight,
+        "tokens": m.tokens,
+        "line": m.line,
+    }
+
+
+def candidate_js(c: Candidate) -> dict[str, Any]:
+    return {
+        "id": c.id,
+        "type": c.type,
+        "timestamp": c.timestamp,
+        "content": c.content,
+        "bm25": c.bm25,
+        "decay": c.decay,
+        "feedbackWeight": c.feedback_weight,
+        "score": c.score,
+        "status": c.status,
+        "tokens": c.tokens,
+    }
+
+
+def retrieval_js(r: Retrieval) -> dict[str, Any]:
+    return {
+        "query": r.query,
+        "mode": r.mode,
+        "memories": [scored_js(m) for m in r.memories],
+        "text": r.text,
+        "tokensUsed": r.tokens_used,
+        "maxTokens": r.max_tokens,
+        "maxItems": r.max_items,
+        "tokenCounter": r.token_counter,
+        "trace": None if r.trace is None else [candidate_js(c) for c in r.trace],
+    }
+
+
+def archived_js(a: ArchivedItem) -> dict[str, Any]:
+    return a.to_dict()
+
+
+def stats_js(stats: dict[str, Any]) -> dict[str, Any]:
+    def camel(name: str) -> str:
+        head, *rest = name.split("_")
+        return head + "".join(p.title() for p in rest)
+
+    return {camel(k): v for k, v in stats.items()}
+
+
+def _params(params: Any, allowed: set[str], required: set[str] = frozenset()) -> dict[str, Any]:
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise ValidationError("parameters must be an object")
+    unknown = set(params) - allowed
+    if unknown:
+        raise ValidationError(
+            f"unknown parameter(s): {', '.join(sorted(unknown))}; allowed: "
+            f"{', '.join(sorted(allowed)) or 'none'}"
+        )
+    missing = required - set(params)
+    if missing:
+        raise ValidationError(f"missing parameter(s): {', '.join(sorted(missing))}")
+    return params
+
+
+ADD_FIELDS = {"text", "content", "type", "metadata", "tags", "scope", "ttlMs", "timestamp"}
+PY_NAMES = {"ttlMs": "ttl_ms", "sinceMs": "since_ms", "untilMs": "until_ms"}
+
+
+def _py(params: dict[str, Any]) -> dict[str, Any]:
+    return {PY_NAMES.get(k, k): v for k, v in params.items()}
+
+
+class RpcApi:
+    """Memories by database name, opened on first use, behind one ``call`` entry point."""
+
+    def __init__(self, kv_factory: KvFactory, **memory_options: Any) -> None:
+        self._kv_factory = kv_factory
+        self._memory_options = memory_options
+        self._memories: dict[str, Memory] = {}
+
+    async def call(
+        self, db: str, method: str, params_json: str = "{}", progress: Progress | None = None
+    ) -> str:
+        try:
+            if not isinstance(db, str) or not db or len(db) > 128:
+                raise ValidationError("dbName must be a non-empty string of at most 128 chars")
+            handler = getattr(self, f"_m_{method}", None) if isinstance(method, str) else None
+            if handler is None:
+                return _error("unknown_method", f"unknown method {method!r}")
+            try:
+                params = json.loads(params_json) if params_json else {}
+            except (TypeError, ValueError) as exc:
+                raise ValidationError(f"parameters are not JSON: {exc}") from None
+            if method == "importJsonl":
+                result = await handler(db, params, progress)
+            else:
+                result = await handler(db, params)
+            return json.dumps({"ok": True, "result": result}, ensure_ascii=False)
+        except PymemoryError as exc:
+            return _error(exc.code, str(exc))
+        except Exception as exc:  # a bug, not bad input: report it, keep the worker alive
+            log.exception("internal error in %s", method)
+            return _error("internal", f"{type(exc).__name__}: {exc}")
+
+    async def memory(self, db: str) -> Memory:
+        memory = self._memories.get(db)
+        if memory is None:
+            memory = await Memory.open(await self._kv_factory(db), **self._memory_options)
+            # Two first calls may race through the awaits above: keep the first one.
+            if db in self._memories:
+                await memory.close()
+                await memory.kv.close()
+                return self._memories[db]
+            self._memories[db] = memory
+        return memory
+
+    async def close_all(self) -> None:
+        for db in list(self._memories):
+            await self._m_close(db, {})
+
+    # --- methods (``_m_<name>``) ------------------------------------------------------
+
+    async def _m_open(self, db: str, params: Any) -> dict[str, Any]:
+        _params(params, set())
+        return stats_js(await (await self.memory(db)).stats())
+
+    async def _m_close(self, db: str, params: Any) -> None:
+        _params(params, set())
+        memory = self._memories.pop(db, None)
+        if memory is not None:
+            await memory.close()
+            await memory.kv.close()
+
+    async def _m_addMemory(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, ADD_FIELDS)
+        return item_js(await (await self.memory(db)).add(**_py(p)))
+
+    async def _m_addMany(self, db: str, params: Any) -> list[dict[str, Any]]:
+        p = _params(params, {"entries"}, {"entries"})
+        entries = p["entries"]
+        if not isinstance(entries, list):
+            raise ValidationError("entries must be a list of addMemory inputs")
+        for i, e in enumerate(entries):
+            if isinstance(e, dict):
+                _params(e, ADD_FIELDS)
+            else:
+                raise ValidationError(f"entry {i} must be an object")
+        items = await (await self.memory(db)).add_many([_py(e) for e in entries])
+        return [item_js(i) for i in items]
+
+    async def _m_get(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, {"id"}, {"id"})
+        return item_js(await (await self.memory(db)).get(p["id"]))
+
+    async def _m_update(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, {"id", "text", "content", "type", "metadata", "tags", "scope", "ttlMs"},
+                    {"id"})  # fmt: skip
+        item_id = p.pop("id")
+        return item_js(await (await self.memory(db)).update(item_id, **_py(p)))
+
+    async def _m_delete(self, db: str, params: Any) -> None:
+        p = _params(params, {"id"}, {"id"})
+        await (await self.memory(db)).delete(p["id"])
+
+    async def _m_list(self, db: str, params: Any) -> list[dict[str, Any]]:
+        p = _params(params, {"scope", "type", "tags", "sinceMs", "untilMs", "limit"})
+        return [item_js(i) for i in await (await self.memory(db)).list(**_py(p))]
+
+    async def _m_retrieve(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, {"query", "strategy", "maxItems", "maxTokens", "trace"}, {"query"})
+        result = await (await self.memory(db)).retrieve(
+            p["query"],
+            p.get("strategy"),
+            max_items=p.get("maxItems", 5),
+            max_tokens=p.get("maxTokens", 1500),
+            trace=p.get("trace", False),
+        )
+        return retrieval_js(result)
+
+    async def _m_feedback(self, db: str, params: Any) -> None:
+        p = _params(params, {"id", "kind"}, {"id", "kind"})
+        await (await self.memory(db)).feedback(p["id"], p["kind"])
+
+    async def _m_flush(self, db: str, params: Any) -> int:
+        _params(params, set())
+        return await (await self.memory(db)).flush()
+
+    async def _m_clear(self, db: str, params: Any) -> int:
+        p = _params(params, {"scope", "tags", "type", "sinceMs", "untilMs", "all"})
+        if "all" in p and not isinstance(p["all"], bool):
+            raise ValidationError("all must be a boolean")
+        return await (await self.memory(db)).clear(**_py(p))
+
+    async def _m_archiveOlderThan(self, db: str, params: Any) -> int:
+        p = _params(params, {"days", "keepImportant"}, {"days"})
+        keep = p.get("keepImportant", True)
+        if not isinstance(keep, bool):
+            raise ValidationError("keepImportant must be a boolean")
+        return await (await self.memory(db)).archive_older_than(p["days"], keep_important=keep)
+
+    async def _m_searchArchive(self, db: str, params: Any) -> list[dict[str, Any]]:
+        p = _params(params, {"query", "limit"})
+        found = await (await self.memory(db)).search_archive(
+            p.get("query", ""), limit=p.get("limit", 10)
+        )
+        return [archived_js(a) for a in found]
+
+    async def _m_sweep(self, db: str, params: Any) -> int:
+        _params(params, set())
+        return await (await self.memory(db)).sweep()
+
+    async def _m_stats(self, db: str, params: Any) -> dict[str, Any]:
+        _params(params, set())
+        return stats_js(await (await self.memory(db)).stats())
+
+    async def _m_exportJsonl(self, db: str, params: Any) -> str:
+        _params(params, set())
+        return "".join([line async for line in (await self.memory(db)).export()])
+
+    async def _m_importJsonl(
+        self, db: str, params: Any, progress: Progress | None
+    ) -> dict[str, int]:
+        p = _params(params, {"text", "onConflict", "chunkSize"}, {"text"})
+        if not isinstance(p["text"], str):
+            raise ValidationError("text must be a string of JSON Lines")
+        result: ImportResult = await (await self.memory(db)).import_(
+            p["text"],
+            on_conflict=p.get("onConflict", "error"),
+            chunk_size=p.get("chunkSize", 1000),
+            on_progress=progress,
+        )
+        return {
+            "added": result.added,
+            "replaced": result.replaced,
+            "skipped": result.skipped,
+            "archived": result.archived,
+        }
+
+    async def _m_runKvConformance(self, db: str, params: Any) -> list[dict[str, Any]]:
+        """Diagnostics: the core's KV conformance suite on this runtime's backend, each
+        check on a fresh store named ``<db>-conformance-<n>``."""
+        _params(params, set())
+        made: list[KvBackend] = []
+        counter = iter(range(10**9))
+
+        async def factory() -> KvBackend:
+            kv = await self._kv_factory(f"{db}-conformance-{next(counter)}")
+            made.append(kv)
+            return kv
+
+        results = await run_conformance(factory)
+        for kv in made:
+            destroy = getattr(kv, "destroy", None)
+            if destroy is not None:
+                await destroy()
+        return [{"name": r.name, "ok": r.ok, "error": r.error} for r in results]
+
+
+def _error(code: str, message: str) -> str:
+    return json.dumps({"ok": False, "error": {"code": code, "message": message}})

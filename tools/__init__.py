@@ -1,0 +1,1 @@
+"""Build-time tools (standard library only): asset fetching and the dev server."""

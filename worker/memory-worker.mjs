@@ -1,0 +1,80 @@
+// The pymemory Web Worker: boots Pyodide from the same origin, loads numpy, installs the
+// pymemory wheel with micropip, and serves the Memory API to pages through comlink.
+// Every answer is { ok: true, result } or { ok: false, error: { code, message } }, so the
+// error code survives the trip (comlink would drop custom fields of a thrown Error).
+
+import * as Comlink from "../vendor/comlink/comlink.mjs";
+import * as idb from "./idb-kv.mjs";
+
+const base = new URL("../", import.meta.url);
+let api = null; // the Python RpcApi
+let booting = null;
+let status = { phase: "idle", progress: 0, ready: false, error: null };
+const listeners = new Set();
+
+function report(phase, progress, extra = {}) {
+  status = { ...status, phase, progress, ...extra };
+  for (const fn of listeners) {
+    Promise.resolve(fn(status)).catch(() => listeners.delete(fn)); // page gone: forget it
+  }
+}
+
+async function boot(options) {
+  const t0 = performance.now();
+  report("runtime", 0.05);
+  const { loadPyodide } = await import(new URL("vendor/pyodide/pyodide.mjs", base).href);
+  const pyodide = await loadPyodide({ indexURL: new URL("vendor/pyodide/", base).href });
+  report("packages", 0.55);
+  await pyodide.loadPackage(["numpy", "micropip"], { messageCallback: () => {} });
+  report("pymemory", 0.8);
+  const manifest = await (await fetch(new URL("wheels/manifest.json", base))).json();
+  const micropip = pyodide.pyimport("micropip");
+  await micropip.install(new URL(`wheels/${manifest.pymemory}`, base).href);
+  report("opening", 0.95);
+  const browser = pyodide.pyimport("pymemory.browser");
+  const kwargs = { durability: options.durability ?? "strict" };
+  if (options.feedbackFlushMs != null) kwargs.feedback_flush_s = options.feedbackFlushMs / 1000;
+  if (options.autoArchiveDays != null) kwargs.auto_archive_days = options.autoArchiveDays;
+  api = browser.create_api.callKwargs(idb, kwargs);
+  report("ready", 1, { ready: true, bootMs: performance.now() - t0 });
+}
+
+const service = {
+  // Start (or join) the boot; resolves with the final status. `onStatus` is a comlink proxy.
+  async init(options = {}, onStatus) {
+    if (onStatus) {
+      listeners.add(onStatus);
+      onStatus(status);
+    }
+    booting ??= boot(options).catch((err) => {
+      report("error", status.progress, {
+        error: { code: "boot_failed", message: String(err?.message ?? err) },
+      });
+    });
+    await booting;
+    return status;
+  },
+
+  status() {
+    return status;
+  },
+
+  // One Memory API call. `params` is a JSON-able object; `onProgress` an optional proxy.
+  async call(dbName, method, params, onProgress) {
+    if (!api) {
+      const error = status.error ?? { code: "not_ready", message: "call init() first" };
+      return { ok: false, error };
+    }
+    let json;
+    try {
+      json = JSON.stringify(params ?? {});
+    } catch (err) {
+      return { ok: false, error: { code: "invalid_input", message: String(err.message) } };
+    }
+    const progress = onProgress ? (done, total) => onProgress(done, total) : undefined;
+    const answer = await api.call(dbName, method, json, progress);
+    return JSON.parse(answer);
+  },
+};
+
+Comlink.expose(service);
