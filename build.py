@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The project's one task runner.
 
-    python3 build.py demo     set up (venv + package) and run the Python demo
-    python3 build.py test     set up and run lint + the whole test suite
-    python3 build.py setup    only create/refresh the virtual environment
+    python3 build.py demo     set everything up and serve the demo on http://127.0.0.1:8000
+    python3 build.py test     set everything up and run lint + the whole test suite
+    python3 build.py setup    venv + package, pinned browser assets, the pymemory wheel
+    python3 build.py site     assemble a static copy of the site in dist/site
     python3 build.py bench    run the benchmark scripts
 
 Uses only the standard library, so it runs on a fresh machine with plain python3.
@@ -14,10 +15,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
+
+from tools import assets
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -38,6 +43,18 @@ def run(*cmd: str | Path, **kw) -> None:
 
 
 def setup() -> None:
+    """The venv with the package, the pinned browser assets, and a fresh pymemory wheel."""
+    setup_venv()
+    step("browser assets (pinned, sha256-checked, cached in .cache/)")
+    try:
+        assets.fetch_all(str(PY))
+    except assets.AssetError as exc:
+        sys.exit(f"error: {exc}")
+    step("building the pymemory wheel for the browser")
+    assets.build_wheel(str(PY))
+
+
+def setup_venv() -> None:
     """Create .venv if needed and (re)install the package when pyproject.toml changed."""
     if not PY.exists():
         step(f"creating virtual environment in {VENV}")
@@ -53,16 +70,42 @@ def setup() -> None:
 
 def cmd_test(args: argparse.Namespace) -> None:
     setup()
+    if not shutil.which("chromium"):
+        sys.exit("error: the browser tests need Debian's Chromium: apt-get install -y chromium")
     step("ruff")
-    run(PY, "-m", "ruff", "check", "pymemory", "tests", "benchmarks", "build.py")
+    run(PY, "-m", "ruff", "check", "pymemory", "tests", "benchmarks", "tools", "examples",
+        "build.py")  # fmt: skip
     step("pytest")
     run(PY, "-m", "pytest", *args.pytest_args)
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
     setup()
-    step("running examples/quickstart.py")
-    run(PY, ROOT / "examples" / "quickstart.py")
+    from tools import server
+
+    srv = server.start(args.port, verbose=args.verbose)
+    host, port = srv.server_address[:2]
+    step(f"serving the demo on http://{host}:{port}/  (debug page: /debug/memory); Ctrl-C stops")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        srv.shutdown()
+
+
+def cmd_site(args: argparse.Namespace) -> None:
+    setup()
+    from tools import server
+
+    out = ROOT / "dist" / "site"
+    shutil.rmtree(out, ignore_errors=True)
+    for prefix, folder in server.MOUNTS.items():
+        shutil.copytree(folder, out / prefix.strip("/"))
+    for url, page in server.PAGES.items():
+        target = out / url.strip("/") / "index.html" if url != "/" else out / "index.html"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(page, target)
+    step(f"static site in {out} (serve it with COOP/COEP headers for threaded ONNX)")
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
@@ -81,7 +124,11 @@ def main() -> None:
     p = sub.add_parser("test", help="lint and run the test suite")
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
     p.set_defaults(fn=cmd_test)
-    sub.add_parser("demo", help="set up and run the demo").set_defaults(fn=cmd_demo)
+    p = sub.add_parser("demo", help="set up and serve the demo")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--verbose", action="store_true", help="log every request")
+    p.set_defaults(fn=cmd_demo)
+    sub.add_parser("site", help="assemble dist/site").set_defaults(fn=cmd_site)
     p = sub.add_parser("bench", help="run benchmarks/bench_*.py")
     p.add_argument("bench_args", nargs=argparse.REMAINDER)
     p.set_defaults(fn=cmd_bench)

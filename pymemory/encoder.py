@@ -230,6 +230,7 @@ _FILLER_EN = re.compile(
     r"(?:(?<=\s)|^)(?:" + "|".join(sorted(_FILLER_WORDS_EN)) + r")(?:,\s*|\s+)(?=[^\W\d_])",
     re.IGNORECASE,
 )
+_MAX_WORD_CHARS = 24  # how far back to look for a negation before a filler word
 _NEGATIONS_EN = _word_set("not no never nothing nobody none nor neither without hardly")
 # Hedges opening a unit: "I think that we should ..." -> "we should ...".
 _HEDGE_THAT = re.compile(
@@ -732,11 +733,12 @@ def _after_negation(text: str, start: int) -> bool:
 
 
 def _previous_word(text: str, start: int) -> str:
+    """The (end of the) word before ``start``: at most _MAX_WORD_CHARS, to stay linear."""
     end = start
     while end > 0 and text[end - 1].isspace():
         end -= 1
     begin = end
-    while begin > 0 and not text[begin - 1].isspace():
+    while begin > max(0, end - _MAX_WORD_CHARS) and not text[begin - 1].isspace():
         begin -= 1
     return text[begin:end]
 

@@ -472,6 +472,19 @@ def test_long_sentence_cut_on_word_boundary() -> None:
     assert text[len(head)] == " "  # the cut falls between two words
 
 
+def test_overlong_sentence_keeps_the_clause_with_the_request() -> None:
+    text = (
+        "So I was looking at the dashboard this morning and the numbers looked a bit off "
+        "compared with last week, which is strange since nothing changed in the pipeline as "
+        "far as I know and nobody touched the jobs, so could you re-run the nightly import "
+        "for the EU region"
+    )
+    assert len(text) > MAX_CONTENT_CHARS
+    out = summarize(text)
+    assert "could you re-run the nightly import for the EU region" in out
+    assert len(out) <= MAX_CONTENT_CHARS
+
+
 def test_long_cjk_cut_on_character_boundary() -> None:
     text = "数据库迁移计划" * 50
     out = summarize(text)
@@ -514,7 +527,17 @@ def test_huge_input_is_fast() -> None:
     assert time.perf_counter() - start < 5
     assert len(out) <= MAX_CONTENT_CHARS
     start = time.perf_counter()
-    for pathological in ("a-" * 50_000, "1" * 100_000, "!" * 50_000 + "a", "just " * 20_000):
+    pathological_inputs = (
+        "a-" * 50_000,
+        "1" * 100_000,
+        "!" * 50_000 + "a",
+        "just " * 20_000,
+        "其实" * 50_000,
+        "哈" * 100_000,
+        "ok cool " * 12_000,
+        "[" * 100_000,
+    )
+    for pathological in pathological_inputs:
         assert 1 <= len(summarize(pathological)) <= MAX_CONTENT_CHARS
     assert time.perf_counter() - start < 5
 

@@ -350,3 +350,10 @@ export function createMemoryStore(client, { limit = 50 } = {}) {
     refresh,
   };
 }
+
+// For end-to-end tests of apps (pymemory.testing.PageMemory drives this from Playwright):
+// reach the page's databases without going through the app's UI.
+globalThis.__pymemory ??= {
+  open: (dbName, options = {}) => createAgentMemory({ ...options, dbName }),
+  MemoryError,
+};

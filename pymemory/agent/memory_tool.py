@@ -593,7 +593,7 @@ def create_anthropic_memory_tool(
                 f"Unknown command {_shown(command)!r}. Use one of: {', '.join(_COMMANDS)}.",
             )
         if command == "rename":
-            artifact["path"] = args.get("old_path")
+            artifact["path"], artifact["new_path"] = args.get("old_path"), args.get("new_path")
             old = artifact["path"] = path_arg(args, "old_path", command)
             new = artifact["new_path"] = path_arg(args, "new_path", command)
             return await tree.rename(old, new)

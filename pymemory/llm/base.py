@@ -173,9 +173,7 @@ class ChatResponse:
 
     def to_message(self) -> Message:
         """This reply as an assistant turn, to append to the conversation."""
-        return Message(
-            "assistant", self.text, tuple(self.tool_calls), native=self.native
-        )
+        return Message("assistant", self.text, tuple(self.tool_calls), native=self.native)
 
 
 @runtime_checkable
