@@ -1,0 +1,42 @@
+// Type declarations for web/react.mjs (the useAgentMemory hook; React is a peer dependency).
+
+import type {
+  AddMemoryInput,
+  AgentMemory,
+  ClearFilter,
+  FeedbackKind,
+  MemoryError,
+  MemoryItem,
+  Retrieval,
+  RetrieveOptions,
+  Scope,
+  Status,
+  Strategy,
+  StrategyPreset,
+} from "./agent-memory.js";
+
+export interface UseAgentMemoryOptions {
+  dbName?: string;
+  scope?: Scope;
+  strategy?: StrategyPreset | Strategy;
+  tags?: string[];
+  custom?: Strategy;
+  workerUrl?: string;
+  /** how many memories a strategy object lists (default 50) */
+  limit?: number;
+}
+
+export interface UseAgentMemory {
+  memories: MemoryItem[];
+  addMemory(input: string | AddMemoryInput): Promise<MemoryItem>;
+  retrieve(query: string, options?: RetrieveOptions): Promise<Retrieval>;
+  feedback(id: string, kind: FeedbackKind): Promise<void>;
+  clear(filter?: ClearFilter): Promise<number>;
+  /** boot and load progress: { phase, progress, ready, error } */
+  status: Status;
+  error: MemoryError | null;
+  loaded: boolean;
+  client: AgentMemory;
+}
+
+export declare function useAgentMemory(options?: UseAgentMemoryOptions): UseAgentMemory;
