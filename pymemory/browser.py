@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pyodide.ffi import JsException, to_js
-
 import js
+from pyodide.ffi import JsException, to_js
 
 from .errors import StorageError, StoreClosedError
 from .kv.base import check_items, check_key

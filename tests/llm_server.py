@@ -2,10 +2,10 @@
 
 ``http.server`` on 127.0.0.1 (a free port) in a background thread. Each request is recorded
 (method, path, lower-cased headers, decoded JSON body) and answered with the next queued
-reply; with none queued it answers 500. Use the ``llm_server`` fixture::
+reply; with none queued it answers 500. Use the ``llm_server`` fixture, registered by ``pytest_plugins = ["llm_server"]`` in a test module::
 
     def test_x(llm_server):
-        llm_server.reply({"choices": [...]})
+        llm_server.reply_openai("Hello")
         ... requests to llm_server.url ...
         assert llm_server.requests[0].body["model"] == "gpt-4.1-mini"
 """
@@ -72,6 +72,16 @@ class LlmServer:
     def reply(self, body: Any, status: int = 200) -> None:
         """Queue one JSON reply."""
         self.reply_raw(json.dumps(body).encode(), status)
+
+    def reply_openai(
+        self, text: str | None = None, tool_calls: list[tuple[str, str, Any]] | None = None
+    ) -> None:
+        """Queue a Chat Completions reply (see :func:`openai_reply`)."""
+        self.reply(openai_reply(text, tool_calls))
+
+    def reply_anthropic(self, blocks: list[dict[str, Any]], stop_reason: str = "end_turn") -> None:
+        """Queue a Messages API reply."""
+        self.reply(anthropic_reply(blocks, stop_reason))
 
     def reply_raw(self, body: bytes, status: int = 200, ctype: str = "json") -> None:
         """Queue one reply with a body sent as is."""

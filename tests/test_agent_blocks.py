@@ -203,7 +203,12 @@ async def test_tool_calls_edit_the_set():
     assert r.artifact["value"] == "User name: Teller.\nLikes tea." and r.artifact["chars"] == 29
     r = await tools.call(
         "core_memory_replace",
-        {"label": "human", "old_content": "tea", "new_content": "coffee", "request_heartbeat": True},
+        {
+            "label": "human",
+            "old_content": "tea",
+            "new_content": "coffee",
+            "request_heartbeat": True,
+        },
     )
     assert not r.is_error and r.artifact["replacements"] == 1
     assert s.get("human").value == "User name: Teller.\nLikes coffee."
@@ -295,7 +300,9 @@ async def test_failed_write_changes_nothing_in_memory_or_store():
 
 async def test_each_change_is_one_put_of_one_key():
     class CountingKv(MapKv):
-        batches: list = []
+        def __init__(self):
+            super().__init__()
+            self.batches = []
 
         async def put_many(self, items, *, deletes=()):
             self.batches.append(([k for k, _ in items], list(deletes)))

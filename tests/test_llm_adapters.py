@@ -10,7 +10,6 @@ import types
 
 import httpx
 import pytest
-from llm_server import LlmServer, anthropic_reply, llm_server, openai_reply  # noqa: F401
 
 from pymemory.agent.tools import Tool, ToolResult
 from pymemory.errors import PymemoryError
@@ -28,6 +27,8 @@ from pymemory.llm import (
     is_reasoning_model,
 )
 from pymemory.llm import transport as transport_module
+
+pytest_plugins = ["llm_server"]  # the llm_server fixture
 
 
 async def _noop(args: dict) -> ToolResult:
@@ -53,11 +54,11 @@ async def transport():
     await t.close()
 
 
-def openai_model(server: LlmServer, transport, model="gpt-4.1-mini", **kw) -> OpenAIChatModel:
+def openai_model(server, transport, model="gpt-4.1-mini", **kw) -> OpenAIChatModel:
     return OpenAIChatModel(server.url + "/v1", "sk-test", model, transport=transport, **kw)
 
 
-def anthropic_model(server: LlmServer, transport, **kw) -> AnthropicModel:
+def anthropic_model(server, transport, **kw) -> AnthropicModel:
     return AnthropicModel(server.url, "ak-test", "claude-haiku-4-5", transport=transport, **kw)
 
 
@@ -65,11 +66,12 @@ def anthropic_model(server: LlmServer, transport, **kw) -> AnthropicModel:
 
 
 async def test_openai_request_body_headers_and_reply(llm_server, transport):
-    llm_server.reply(openai_reply("Hello, Ada."))
+    llm_server.reply_openai("Hello, Ada.")
     model = openai_model(llm_server, transport)
     reply = await model(
-        ChatRequest([Message.user("Hi, I'm Ada")], system="Be brief.", temperature=0.2,
-                    max_tokens=50)  # fmt: skip
+        ChatRequest(
+            [Message.user("Hi, I'm Ada")], system="Be brief.", temperature=0.2, max_tokens=50
+        )
     )
     assert reply.text == "Hello, Ada."
     assert reply.tool_calls == []
@@ -91,8 +93,8 @@ async def test_openai_request_body_headers_and_reply(llm_server, transport):
 
 
 async def test_openai_tools_round_trip(llm_server, transport):
-    llm_server.reply(
-        openai_reply(None, [("call_2", "note", {"text": "Ada likes tea"}), ("call_3", "note", "{")])
+    llm_server.reply_openai(
+        None, [("call_2", "note", {"text": "Ada likes tea"}), ("call_3", "note", "{")]
     )
     model = openai_model(llm_server, transport)
     history = [
@@ -127,12 +129,17 @@ async def test_openai_tools_round_trip(llm_server, transport):
 
 
 async def test_bedrock_conversation_starts_with_user_message(llm_server, transport):
-    llm_server.reply(openai_reply("ok"))
-    llm_server.reply(openai_reply("ok"))
-    model = openai_model(llm_server, transport, model="anthropic.claude-3-haiku", provider="bedrock")
+    llm_server.reply_openai("ok")
+    llm_server.reply_openai("ok")
+    model = openai_model(
+        llm_server, transport, model="anthropic.claude-3-haiku", provider="bedrock"
+    )
     await model(ChatRequest([Message.user("What do I like?")], system="You keep memories."))
-    await model(ChatRequest([Message.assistant("Welcome back."), Message.user("Hi")],
-                            system="You keep memories."))  # fmt: skip
+    await model(
+        ChatRequest(
+            [Message.assistant("Welcome back."), Message.user("Hi")], system="You keep memories."
+        )
+    )
     first, second = (r.body["messages"] for r in llm_server.requests)
     assert first == [{"role": "user", "content": "You keep memories.\n\nWhat do I like?"}]
     assert second == [
@@ -145,7 +152,7 @@ async def test_bedrock_conversation_starts_with_user_message(llm_server, transpo
 
 @pytest.mark.parametrize("name", ["gpt-5", "gpt-5-mini", "gpt-5.1", "openai/gpt-5-nano", "o3-mini"])
 async def test_gpt5_sends_no_temperature_and_max_completion_tokens(llm_server, transport, name):
-    llm_server.reply(openai_reply("ok"))
+    llm_server.reply_openai("ok")
     model = openai_model(llm_server, transport, model=name)
     await model(ChatRequest([Message.user("hi")], temperature=0.4, max_tokens=300))
     body = llm_server.requests[0].body
@@ -156,15 +163,23 @@ async def test_gpt5_sends_no_temperature_and_max_completion_tokens(llm_server, t
 
 @pytest.mark.parametrize(
     ("name", "reasoning"),
-    [("gpt-4.1-mini", False), ("gpt-4o", False), ("gpt-oss-120b", False), ("gpt-5", True),
-     ("o1", True), ("o4-mini", True), ("claude-opus-4", False), ("models/o3", True)],
-)  # fmt: skip
+    [
+        ("gpt-4.1-mini", False),
+        ("gpt-4o", False),
+        ("gpt-oss-120b", False),
+        ("gpt-5", True),
+        ("o1", True),
+        ("o4-mini", True),
+        ("claude-opus-4", False),
+        ("models/o3", True),
+    ],
+)
 def test_is_reasoning_model(name, reasoning):
     assert is_reasoning_model(name) is reasoning
 
 
 async def test_openai_thinking_drops_temperature(llm_server, transport):
-    llm_server.reply(openai_reply("ok"))
+    llm_server.reply_openai("ok")
     model = openai_model(llm_server, transport, model="deepseek-reasoner", thinking=True)
     await model(ChatRequest([Message.user("hi")], temperature=0.4, max_tokens=64))
     body = llm_server.requests[0].body
@@ -176,14 +191,12 @@ async def test_openai_thinking_drops_temperature(llm_server, transport):
 
 
 async def test_anthropic_request_body_headers_and_tool_blocks(llm_server, transport):
-    llm_server.reply(
-        anthropic_reply(
-            [
-                {"type": "text", "text": "Saving."},
-                {"type": "tool_use", "id": "toolu_2", "name": "note", "input": {"text": "tea"}},
-            ],
-            stop_reason="tool_use",
-        )
+    llm_server.reply_anthropic(
+        [
+            {"type": "text", "text": "Saving."},
+            {"type": "tool_use", "id": "toolu_2", "name": "note", "input": {"text": "tea"}},
+        ],
+        stop_reason="tool_use",
     )
     model = anthropic_model(llm_server, transport)
     history = [
@@ -241,11 +254,12 @@ async def test_anthropic_thinking_sends_no_temperature_and_keeps_thinking_blocks
 ):
     thinking = {"type": "thinking", "thinking": "The user likes tea.", "signature": "sig=="}
     tool_use = {"type": "tool_use", "id": "toolu_1", "name": "note", "input": {"text": "tea"}}
-    llm_server.reply(anthropic_reply([thinking, tool_use], stop_reason="tool_use"))
-    llm_server.reply(anthropic_reply([{"type": "text", "text": "Done."}]))
+    llm_server.reply_anthropic([thinking, tool_use], stop_reason="tool_use")
+    llm_server.reply_anthropic([{"type": "text", "text": "Done."}])
     model = anthropic_model(llm_server, transport, thinking=True, thinking_budget=2000)
-    request = ChatRequest([Message.user("I like tea")], tools=[NOTE_TOOL], temperature=0.4,
-                          max_tokens=500)  # fmt: skip
+    request = ChatRequest(
+        [Message.user("I like tea")], tools=[NOTE_TOOL], temperature=0.4, max_tokens=500
+    )
     first = await model(request)
     assert first.text == ""
     assert first.tool_calls == [ToolCall("toolu_1", "note", {"text": "tea"})]
@@ -278,8 +292,9 @@ async def test_http_error_is_a_typed_llm_error(llm_server, transport):
 
 async def test_anthropic_error_body_is_excerpted(llm_server, transport):
     detail = "Overloaded " + "x" * 2000
-    llm_server.reply({"type": "error", "error": {"type": "overloaded_error", "message": detail}},
-                     529)  # fmt: skip
+    llm_server.reply(
+        {"type": "error", "error": {"type": "overloaded_error", "message": detail}}, 529
+    )
     with pytest.raises(LlmError) as info:
         await anthropic_model(llm_server, transport)(ChatRequest([Message.user("hi")]))
     assert info.value.status == 529
@@ -303,7 +318,7 @@ async def test_reply_that_is_not_json_or_lacks_choices(llm_server, transport):
 async def test_connection_failure_is_an_llm_error_without_status(transport):
     with socket.socket() as sock:  # a port that was free a moment ago: nobody listens
         sock.bind(("127.0.0.1", 0))
-        url = "http://127.0.0.1:%d" % sock.getsockname()[1]
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     model = OpenAIChatModel(url + "/v1", "sk", "gpt-4.1-mini", transport=transport)
     with pytest.raises(LlmError) as info:
         await model(ChatRequest([Message.user("hi")]))
@@ -341,15 +356,18 @@ async def test_fetch_transport_speaks_pyfetch(llm_server, monkeypatch):
         async with httpx.AsyncClient() as client:
             body = options.get("body")
             response = await client.request(
-                options["method"], url, headers=options["headers"],
+                options["method"],
+                url,
+                headers=options["headers"],
                 content=body.encode() if body is not None else None,
-            )  # fmt: skip
+            )
         return _FakeFetchResponse(response)
 
     _fake_pyodide(monkeypatch, pyfetch)
-    llm_server.reply(openai_reply("from fetch"))
-    model = OpenAIChatModel(llm_server.url + "/v1", "sk-b", "gpt-4.1-mini",
-                            transport=FetchTransport())  # fmt: skip
+    llm_server.reply_openai("from fetch")
+    model = OpenAIChatModel(
+        llm_server.url + "/v1", "sk-b", "gpt-4.1-mini", transport=FetchTransport()
+    )
     reply = await model(ChatRequest([Message.user("hi")]))
     assert reply.text == "from fetch"
     ((url, options),) = calls
@@ -389,11 +407,15 @@ def test_cpython_never_imports_browser_modules():
 async def test_rule_observer_answers_the_observer_contract():
     reply = await RuleObserver()(
         ChatRequest(
-            [Message.user("[step 1]\nuser: Thanks! We decided to ship on Friday.\n"
-                          "assistant: Great, noted.")],
+            [
+                Message.user(
+                    "[step 1]\nuser: Thanks! We decided to ship on Friday.\n"
+                    "assistant: Great, noted."
+                )
+            ],
             system="observer prompt",
         )
-    )  # fmt: skip
+    )
     data = json.loads(reply.text)
     assert data["priority"] == "high"
     assert "We decided to ship on Friday." in data["text"]

@@ -343,7 +343,7 @@ async def test_import_rejects_duplicate_ids_and_names_line(memory):
     await other.add("x")
     lines = [line async for line in other.export()]
     with pytest.raises(ImportFormatError) as err:
-        await memory.import_(lines + [lines[1]])
+        await memory.import_([*lines, lines[1]])
     assert err.value.line == 3
     assert await memory.list() == []
 

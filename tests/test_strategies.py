@@ -7,12 +7,17 @@ import pytest
 from pymemory import StrategyError
 from pymemory.strategies import (
     DEFAULT_STRATEGY,
+    by_scope,
+    by_tag,
+    by_type,
     compile_strategy,
     compose,
+    feedback_weight,
     from_dict,
+    time_decay,
+    time_window,
     to_dict,
 )
-from pymemory.strategies import by_scope, by_tag, by_type, feedback_weight, time_decay, time_window
 
 ALL = [
     time_window(24),

@@ -23,13 +23,16 @@ async function boot(options) {
   const t0 = performance.now();
   report("runtime", 0.05);
   const { loadPyodide } = await import(new URL("vendor/pyodide/pyodide.mjs", base).href);
+  const manifest = fetch(new URL("wheels/manifest.json", base)).then((r) => r.json());
   const pyodide = await loadPyodide({ indexURL: new URL("vendor/pyodide/", base).href });
   report("packages", 0.55);
   await pyodide.loadPackage(["numpy", "micropip"], { messageCallback: () => {} });
   report("pymemory", 0.8);
-  const manifest = await (await fetch(new URL("wheels/manifest.json", base))).json();
   const micropip = pyodide.pyimport("micropip");
-  await micropip.install(new URL(`wheels/${manifest.pymemory}`, base).href);
+  // numpy is already loaded: skip micropip's dependency resolution.
+  await micropip.install.callKwargs(new URL(`wheels/${(await manifest).pymemory}`, base).href, {
+    deps: false,
+  });
   report("opening", 0.95);
   const browser = pyodide.pyimport("pymemory.browser");
   const kwargs = { durability: options.durability ?? "strict" };
@@ -72,8 +75,10 @@ const service = {
       return { ok: false, error: { code: "invalid_input", message: String(err.message) } };
     }
     const progress = onProgress ? (done, total) => onProgress(done, total) : undefined;
-    const answer = await api.call(dbName, method, json, progress);
-    return JSON.parse(answer);
+    const t0 = performance.now();
+    const answer = JSON.parse(await api.call(dbName, method, json, progress));
+    answer.ms = performance.now() - t0; // time spent in the worker, for benchmarks
+    return answer;
   },
 };
 

@@ -457,8 +457,14 @@ def _args(tool: str, args: Mapping[str, Any], names: tuple[str, ...]) -> list[st
 
 
 def _done(op: str, block: MemoryBlock, text: str, **extra: Any) -> ToolResult:
-    artifact = {"op": op, "label": block.label, "value": block.value,
-                "chars": block.chars, "limit": block.limit, **extra}  # fmt: skip
+    artifact = {
+        "op": op,
+        "label": block.label,
+        "value": block.value,
+        "chars": block.chars,
+        "limit": block.limit,
+        **extra,
+    }
     return ToolResult(f"{text} ({block.chars}/{block.limit} characters used).", artifact)
 
 
@@ -487,8 +493,8 @@ def core_memory_tools(blocks: MemoryBlockSet) -> list[Tool]:
         except (ValidationError, NotFoundError) as exc:
             return ToolResult(f"Error: {exc}.", is_error=True)
         times = "1 occurrence" if count == 1 else f"{count} occurrences"
-        return _done("replace", block, f"Replaced {times} in memory block {label!r}",
-                     replacements=count)  # fmt: skip
+        text = f"Replaced {times} in memory block {label!r}"
+        return _done("replace", block, text, replacements=count)
 
     return [
         Tool(

@@ -47,8 +47,13 @@ class Tool:
         return {"name": self.name, "description": self.description, "input_schema": self.parameters}
 
     async def call(self, args: Mapping[str, Any]) -> ToolResult:
+        """Run the tool. Malformed model input comes back as an error result, never raised."""
         if not isinstance(args, Mapping):
-            raise ValidationError(f"{self.name}: arguments must be an object")
+            return ToolResult(
+                f"Error: {self.name} takes a JSON object of arguments, got {type(args).__name__}",
+                {"tool": self.name, "outcome": "error", "error": "invalid_arguments"},
+                is_error=True,
+            )
         return await self.handler(dict(args))
 
 

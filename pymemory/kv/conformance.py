@@ -12,6 +12,7 @@ Each check receives a fresh, empty, open backend from the factory and closes it 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -43,10 +44,8 @@ async def run_check(name: str, factory: Factory) -> CheckResult:
     except Exception:
         return CheckResult(name, False, traceback.format_exc())
     finally:
-        try:
+        with contextlib.suppress(Exception):
             await kv.close()
-        except Exception:
-            pass
     return CheckResult(name, True)
 
 

@@ -168,7 +168,7 @@ function AddForm({ ready, run, error }) {
 
   return html`<section class="panel" aria-labelledby="add-h">
     <h2 id="add-h">Add a memory</h2>
-    <form onSubmit=${submit}>
+    <form onSubmit=${submit} noValidate>
       <div class="row">
         <div class="field">
           <label for="add-type">Type</label>
@@ -206,7 +206,7 @@ function AddForm({ ready, run, error }) {
           <input id="add-ttl" data-testid="add-ttl" type="number" min="1" step="any" placeholder="none" value=${ttl}
             onInput=${(e) => setTtl(e.currentTarget.value)} />
         </div>
-        <div class="field narrow">
+        <div class="field button">
           <button type="submit" class="primary" id="add-submit" data-testid="add-submit" disabled=${!ready}>
             Add memory
           </button>
@@ -252,7 +252,7 @@ function QueryPanel({ ready, retrieval, onQuery, onFeedback, error, busy }) {
   const r = retrieval;
   return html`<section class="panel" aria-labelledby="query-h">
     <h2 id="query-h">Retrieve for a prompt</h2>
-    <form onSubmit=${submit}>
+    <form onSubmit=${submit} noValidate>
       <div class="field">
         <label for="query">Query (empty: the newest memories)</label>
         <input id="query" data-testid="query" type="search" placeholder="How should answers be formatted?"
@@ -269,7 +269,7 @@ function QueryPanel({ ready, retrieval, onQuery, onFeedback, error, busy }) {
           <input id="query-max-tokens" data-testid="query-max-tokens" type="number" min="0" value=${maxTokens}
             onInput=${(e) => setMaxTokens(e.currentTarget.value)} />
         </div>
-        <div class="field narrow">
+        <div class="field button">
           <button type="submit" class="primary" id="query-submit" data-testid="query-submit" disabled=${!ready || busy}>
             Retrieve
           </button>
@@ -326,7 +326,7 @@ function ForgetPanel({ ready, run, error }) {
           ${SCOPES.map((s) => html`<option value=${s}>${s}</option>`)}
         </select>
       </div>
-      <div class="field narrow">
+      <div class="field button">
         <button type="submit" class="danger" id="forget-submit" data-testid="forget-submit" disabled=${!ready}>
           Forget scope
         </button>
@@ -404,9 +404,14 @@ function App() {
       },
       (err) => setFailure(toError(err)),
     );
+    // Feedback is persisted in batches (every 3 s); try to write the last batch when the
+    // tab is hidden or closed.
+    const flushSoon = () => document.visibilityState === "hidden" && client.flush().catch(() => {});
+    document.addEventListener("visibilitychange", flushSoon);
     return () => {
       offStatus();
       offChange();
+      document.removeEventListener("visibilitychange", flushSoon);
     };
   }, []);
 
@@ -436,4 +441,6 @@ function App() {
   </div>`;
 }
 
-render(html`<${App} />`, document.getElementById("app"));
+const root = document.getElementById("app");
+root.textContent = ""; // drop the no-JavaScript placeholder
+render(html`<${App} />`, root);

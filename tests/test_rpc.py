@@ -1,0 +1,82 @@
+"""The JSON API the worker serves, exercised in CPython over MapKv."""
+
+import json
+
+import pytest
+
+from pymemory.kv import MapKv
+from pymemory.rpc import RpcApi
+
+
+@pytest.fixture
+async def api():
+    stores: dict[str, MapKv] = {}
+
+    async def factory(name):
+        return stores.setdefault(name, MapKv())
+
+    api = RpcApi(factory, feedback_flush_s=3600)
+    yield api
+    await api.close_all()
+
+
+async def call(api, method, params=None, db="db", progress=None):
+    return json.loads(await api.call(db, method, json.dumps(params or {}), progress))
+
+
+async def ok(api, method, params=None, **kw):
+    answer = await call(api, method, params, **kw)
+    assert answer["ok"], answer
+    return answer["result"]
+
+
+async def test_round_trip_in_js_naming(api):
+    item = await ok(api, "addMemory", {"text": "I like green tea", "type": "user_preference",
+                                       "ttlMs": 60_000, "metadata": {"source": "chat-input"}})  # fmt: skip
+    assert item["ttlMs"] == 60_000 and item["contentMethod"] == "rules"
+    assert item["metadata"]["source"] == "chat-input"
+    got = await ok(api, "retrieve", {"query": "green tea", "trace": True, "maxItems": 3})
+    assert got["memories"][0]["item"]["id"] == item["id"]
+    assert {"feedbackWeight", "bm25", "decay", "score", "tokens", "line"} <= set(got["memories"][0])
+    assert got["trace"][0]["status"] == "included"
+    assert got["tokensUsed"] > 0
+    stats = await ok(api, "stats")
+    assert stats["items"] == 1 and stats["byType"] == {"user_preference": 1}
+
+
+async def test_errors_carry_codes(api):
+    cases = [
+        ("addMemory", {"text": 5}, "invalid_input"),
+        ("addMemory", {"txt": "typo"}, "invalid_input"),
+        ("get", {}, "invalid_input"),
+        ("get", {"id": "nope"}, "not_found"),
+        ("retrieve", {"query": "x", "strategy": {"kind": "?"}}, "invalid_strategy"),
+        ("importJsonl", {"text": "junk"}, "invalid_import"),
+        ("nonsense", {}, "unknown_method"),
+        ("clear", {"all": "yes"}, "invalid_input"),
+    ]
+    for method, params, code in cases:
+        answer = await call(api, method, params)
+        assert not answer["ok"] and answer["error"]["code"] == code, (method, answer)
+    answer = json.loads(await api.call("db", "stats", "{not json"))
+    assert answer["error"]["code"] == "invalid_input"
+    answer = json.loads(await api.call("", "stats", "{}"))
+    assert answer["error"]["code"] == "invalid_input"
+
+
+async def test_databases_are_separate_and_import_reports_progress(api):
+    await ok(api, "addMany", {"entries": [{"text": f"n{i}"} for i in range(5)]}, db="a")
+    text = await ok(api, "exportJsonl", db="a")
+    seen = []
+    result = await ok(api, "importJsonl", {"text": text, "chunkSize": 2}, db="b",
+                      progress=lambda done, total: seen.append((done, total)))  # fmt: skip
+    assert result == {"added": 5, "replaced": 0, "skipped": 0, "archived": 0}
+    assert seen == [(2, 5), (4, 5), (5, 5)]
+    assert await ok(api, "exportJsonl", db="b") == text
+    assert (await ok(api, "clear", {"all": True}, db="a")) == 5
+    assert (await ok(api, "stats", db="b"))["items"] == 5
+
+
+async def test_kv_conformance_through_rpc(api):
+    results = await ok(api, "runKvConformance")
+    assert results and all(r["ok"] for r in results)
