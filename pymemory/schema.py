@@ -22,7 +22,7 @@ SCHEMA_VERSION = 1
 META_SCHEMA = "meta:schema"
 MEM = "mem:"
 ARC = "arc:"
-DATA_PREFIXES = (MEM, ARC, "obs:", "blk:", "ns:", "ckpt:")
+DATA_PREFIXES = (MEM, ARC, "obs:", "blk:", "ns:", "ckpt:", "fs:", "mt:")
 
 # MIGRATIONS[v] upgrades a store from version v to v + 1. It returns the puts and
 # deletes of one batch; ``migrate`` adds the version bump to that batch.

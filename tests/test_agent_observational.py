@@ -47,6 +47,20 @@ class FakeObserver:
         return ChatResponse(out)
 
 
+class SlowScanKv:
+    """A KV whose scans yield to the event loop, as a real (SQLite, IndexedDB) one does."""
+
+    def __init__(self, inner: MapKv) -> None:
+        self.inner = inner
+
+    async def scan(self, prefix, **kw):
+        await asyncio.sleep(0)
+        return await self.inner.scan(prefix, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
 def make(observer, kv=None, clock=None, **kw) -> ObservationalMemory:
     kw.setdefault("token_threshold", 10)
     kw.setdefault("keep_recent_steps", 2)
@@ -231,6 +245,21 @@ async def test_concurrent_trigger_noop():
     (obs,) = await mem.list()
     assert obs.covers_steps == StepRange(1, 2)  # what was pending when the scan started
     assert mem.unobserved_tokens == 15  # steps 3..7 wait for the next trigger
+
+
+async def test_list_during_the_first_scan_loads_stored_observations_once():
+    kv = MapKv()
+    first = make(FakeObserver(), kv)
+    for _ in range(4):
+        first.note_step(STEP)
+    await first.flush()
+    again = make(FakeObserver(), SlowScanKv(kv))
+    for _ in range(4):
+        again.note_step(STEP)  # its scan loads the store while list() does too
+    listed = await again.list()
+    await again.flush()
+    assert [o.seq_id for o in listed] == [1]
+    assert [o.seq_id for o in await again.list()] == [1, 2]
 
 
 async def test_note_step_returns_before_the_observer_answers():

@@ -274,6 +274,19 @@ async def test_anthropic_thinking_sends_no_temperature_and_keeps_thinking_blocks
     assert bodies[1]["messages"][1] == {"role": "assistant", "content": [thinking, tool_use]}
 
 
+async def test_anthropic_in_the_browser_opts_in_to_direct_access(
+    llm_server, transport, monkeypatch
+):
+    llm_server.reply_anthropic([{"type": "text", "text": "hi"}])
+    llm_server.reply_anthropic([{"type": "text", "text": "hi"}])
+    await anthropic_model(llm_server, transport)(ChatRequest([Message.user("hi")]))
+    monkeypatch.setattr(transport_module.sys, "platform", "emscripten")
+    await anthropic_model(llm_server, transport)(ChatRequest([Message.user("hi")]))
+    cpython, browser = (r.headers for r in llm_server.requests)
+    assert "anthropic-dangerous-direct-browser-access" not in cpython
+    assert browser["anthropic-dangerous-direct-browser-access"] == "true"
+
+
 # -- errors ----------------------------------------------------------------------------------
 
 

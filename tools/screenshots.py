@@ -53,7 +53,8 @@ TYPED = [
         "type": "message",
         "scope": "conversation",
         "tags": "meeting，权限",
-        "text": "今天下午3点和产品团队开了需求评审会，讨论了新后台系统的权限模块，你能帮我记下来吗？",
+        "text": "今天下午3点和产品团队开了需求评审会，讨论了新后台系统的权限模块，"
+        "你能帮我记下来吗？",
     },
 ]
 
@@ -65,8 +66,8 @@ BACKDATED = [
         "scope": "conversation",
         "tags": ["meeting", "权限"],
         "age": 50 * MIN,
-        "text": "会上确定了3个角色：超级管理员（全权限）、部门管理员（管理本部门）、普通成员（只读）。"
-        "还说了下周二上线。",
+        "text": "会上确定了3个角色：超级管理员（全权限）、部门管理员（管理本部门）、"
+        "普通成员（只读）。还说了下周二上线。",
     },
     {
         "type": "tool_result",
@@ -89,7 +90,8 @@ BACKDATED = [
         "scope": "user",
         "tags": ["format", "meeting"],
         "age": 3 * DAY,
-        "text": "That summary was far too long. Bullet points work better for meeting notes, thanks!",
+        "text": "That summary was far too long. Bullet points work better for meeting notes, "
+        "thanks!",
     },
     {
         "type": "system_event",
@@ -129,9 +131,9 @@ def watch(page: Page, problems: list[str]) -> None:
     page.on("pageerror", lambda err: problems.append(f"page error: {err}"))
     page.on(
         "console",
-        lambda msg: problems.append(f"console {msg.type}: {msg.text}")
-        if msg.type == "error"
-        else None,
+        lambda msg: (
+            problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None
+        ),
     )
 
 
@@ -204,7 +206,10 @@ def main(argv: list[str] | None = None) -> int:
         (":charset=1f44d", "emoji", "fonts-noto-color-emoji"),
     ):
         if has_font(pattern) is False:
-            print(f"warning: no {what} font: it renders as boxes (Debian: {package})", file=sys.stderr)
+            print(
+                f"warning: no {what} font, so it renders as boxes (Debian: {package})",
+                file=sys.stderr,
+            )
     args.out.mkdir(parents=True, exist_ok=True)
     httpd = server.start(0)
     base = f"http://127.0.0.1:{httpd.server_address[1]}"

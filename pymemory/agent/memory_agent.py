@@ -222,10 +222,13 @@ class MemoryAgent:
 
     async def _entries(self) -> dict[str, MemoryEntry]:
         entries = {}
-        async for _, raw in iter_prefix(self.kv, self.prefix):
-            data = json.loads(raw)
-            key, value = data["key"], data["value"]
-            entries[key] = MemoryEntry(key, value, self.cost(key, value), data["updated_at_ms"])
+        async for kv_key, raw in iter_prefix(self.kv, self.prefix):
+            try:
+                data = json.loads(raw)
+                key, value, updated = data["key"], data["value"], int(data["updated_at_ms"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValidationError(f"malformed memory record {kv_key!r}: {exc!r}") from None
+            entries[key] = MemoryEntry(key, value, self.cost(key, value), updated)
         return entries
 
     async def memories(self) -> list[MemoryEntry]:

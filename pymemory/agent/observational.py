@@ -306,6 +306,8 @@ class ObservationalMemory:
             Observation.from_dict(json.loads(value))
             async for _, value in iter_prefix(self.kv, self.prefix)
         ]
+        if self._loaded:  # a concurrent call (list() during a scan) got there first
+            return
         if stored:
             self._step_base = max(o.covers_steps.last for o in stored)
             self._next_seq = max(o.seq_id for o in stored) + 1

@@ -4,7 +4,8 @@ The system prompt is the top-level ``system`` field; tool calls are ``tool_use``
 their results ``tool_result`` blocks in the next user turn (consecutive turns of one role are
 merged, as the API wants roles to alternate). With ``thinking=True`` no ``temperature`` is
 sent (the API rejects the pair), ``max_tokens`` is the thinking budget plus the answer's
-budget, and the thinking blocks of an assistant turn are sent back verbatim.
+budget, and the thinking blocks of an assistant turn are sent back verbatim. Under Pyodide
+the ``anthropic-dangerous-direct-browser-access`` header opts in to calls from a browser.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .base import (
     excerpt,
     parse_arguments,
 )
-from .transport import HttpTransport, default_transport, post_json
+from .transport import HttpTransport, default_transport, in_browser, post_json
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -63,6 +64,8 @@ class AnthropicModel:
         self._headers = {"anthropic-version": anthropic_version}
         if api_key:
             self._headers["x-api-key"] = api_key
+        if in_browser():  # the API refuses browser (CORS) requests without this opt-in
+            self._headers["anthropic-dangerous-direct-browser-access"] = "true"
         self._headers.update(headers or {})
         self._owns_transport = transport is None
         self._transport = transport or default_transport()

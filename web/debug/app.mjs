@@ -226,14 +226,16 @@ function App() {
     const off = client.onStatus(setStatus);
     setStatus(client.status);
     client.ready.then(
-      () => {
-        setReadyMs(performance.now());
-        if (params.has("q")) document.getElementById("debug-run")?.click();
-      },
+      () => setReadyMs(performance.now()),
       (err) => setFailure(toError(err)),
     );
     return off;
   }, []);
+
+  // /debug/memory?q=...: run that query as soon as the worker is ready.
+  useEffect(() => {
+    if (ready && params.has("q")) run();
+  }, [ready]);
 
   function editJson(text) {
     setStrategyText(text);
@@ -257,7 +259,7 @@ function App() {
   }
 
   async function run(e) {
-    e.preventDefault();
+    e?.preventDefault();
     const mine = ++seq.current;
     setError(null);
     setBusy(true);
