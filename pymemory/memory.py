@@ -253,6 +253,8 @@ class Memory:
         if content is None:
             encoded = await self.encoder.encode(raw, type=type)
             content, method = encoded.content, encoded.method
+            if content == raw:
+                method = "verbatim"  # short, clean input: nothing to summarise
         return MemoryItem(
             id=new_id(),
             type=type,
@@ -387,18 +389,25 @@ class Memory:
             self._catalog.remove(id)
             self._dirty_feedback.discard(id)
 
-    async def feedback(self, id: str, kind: Literal["liked", "disliked", "important"]) -> None:
+    async def feedback(
+        self, id: str, kind: Literal["liked", "disliked", "important"], *, durable: bool = False
+    ) -> None:
         """Record the user's feedback. It affects ranking at once and is persisted with the
-        next batch (``flush()``)."""
+        next batch (seed 002 tip 1: every ``feedback_flush_s``, on ``flush()``, on
+        ``close()``). With ``durable=True`` it returns only once written; feedback given
+        at the same moment still shares one write."""
         self._check_open()
         if kind not in FEEDBACK_KINDS:
-            raise ValidationError(
-                f"feedback must be one of {', '.join(FEEDBACK_KINDS)}, got {kind!r}"
-            )
+            known = ", ".join(FEEDBACK_KINDS)
+            raise ValidationError(f"feedback must be one of {known}, got {kind!r}")
+        if not isinstance(durable, bool):
+            raise ValidationError("durable must be a bool")
         async with self._lock:
             item = self._live(id)
             self._catalog.set_feedback(replace(item, feedback=item.feedback.add(kind)))
             self._dirty_feedback.add(id)
+        if durable:
+            await self.flush()
 
     async def flush(self) -> int:
         """Persist queued feedback as one batch. Returns how many items were written."""

@@ -20,7 +20,12 @@ from .item import MemoryItem
 from .strategies import HOUR_MS, Plan
 from .tokens import TokenCounter
 
-# Why a candidate was not injected. "included" marks the ones that were.
+# Trace rows for live items that share no term with the query (newest first, capped so a
+# large store does not flood the debug panel).
+NO_MATCH_TRACE_LIMIT = 100
+
+# Why a candidate was not injected. "included" marks the ones that were; "no_match"
+# (trace only) marks items the query's terms did not match at all.
 CUT_REASONS = (
     "expired",
     "scope",
@@ -209,6 +214,8 @@ def retrieve(
                     tokens,
                 )
             )
+    if trace and mode == "bm25":
+        rows.extend(_no_match_rows(catalog, plan, slots, now_ms))
     return Retrieval(
         query=query,
         mode=mode,
@@ -220,3 +227,21 @@ def retrieve(
         token_counter=counter.name,
         trace=rows if trace else None,
     )
+
+
+def _no_match_rows(
+    catalog: Catalog, plan: Plan, matched: np.ndarray, now_ms: int
+) -> list[Candidate]:
+    live = catalog.live_slots()
+    rest = live[~np.isin(live, matched)]
+    rest = rest[np.argsort(-catalog.ts[rest], kind="stable")][:NO_MATCH_TRACE_LIMIT]
+    decay = decay_factor(plan, catalog.ts[rest], now_ms)
+    fbw = feedback_factor(plan, catalog.net_feedback[rest], catalog.important[rest])
+    rows = []
+    for i, slot in enumerate(rest.tolist()):
+        item = catalog.items[catalog.id_at[slot]]  # type: ignore[index]
+        rows.append(
+            Candidate(item.id, item.type, item.timestamp, item.content, 0.0, float(decay[i]),
+                      float(fbw[i]), 0.0, "no_match")
+        )  # fmt: skip
+    return rows

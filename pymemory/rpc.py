@@ -232,8 +232,9 @@ class RpcApi:
         return retrieval_js(result)
 
     async def _m_feedback(self, db: str, params: Any) -> None:
-        p = _params(params, {"id", "kind"}, {"id", "kind"})
-        await (await self.memory(db)).feedback(p["id"], p["kind"])
+        p = _params(params, {"id", "kind", "durable"}, {"id", "kind"})
+        memory = await self.memory(db)
+        await memory.feedback(p["id"], p["kind"], durable=p.get("durable", True))
 
     async def _m_flush(self, db: str, params: Any) -> int:
         _params(params, set())

@@ -1,24 +1,8 @@
 import pytest
+from helpers import Clock
 
 from pymemory import Memory
 from pymemory.kv import MapKv
-
-T0 = 1_780_000_000_000  # a fixed "now" in epoch ms
-HOUR = 3_600_000
-DAY = 24 * HOUR
-
-
-class Clock:
-    """A settable clock for Memory(clock=...)."""
-
-    def __init__(self, now: int = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
 
 
 @pytest.fixture
@@ -31,3 +15,9 @@ async def memory(clock):
     mem = await Memory.open(MapKv(), clock=clock)
     yield mem
     await mem.close()
+
+
+def pytest_collection_modifyitems(items):
+    # The browser tests drive Playwright's sync API, which keeps an event loop running in
+    # this thread until the session ends; run them after every asyncio test.
+    items.sort(key=lambda item: "browser" in item.path.parts)

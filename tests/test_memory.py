@@ -4,7 +4,7 @@ import asyncio
 import json
 
 import pytest
-from conftest import DAY, HOUR, T0, Clock
+from helpers import DAY, HOUR, T0, Clock
 
 from pymemory import (
     ConflictError,

@@ -33,7 +33,7 @@ async def ok(api, method, params=None, **kw):
 async def test_round_trip_in_js_naming(api):
     item = await ok(api, "addMemory", {"text": "I like green tea", "type": "user_preference",
                                        "ttlMs": 60_000, "metadata": {"source": "chat-input"}})  # fmt: skip
-    assert item["ttlMs"] == 60_000 and item["contentMethod"] == "rules"
+    assert item["ttlMs"] == 60_000 and item["contentMethod"] == "verbatim"
     assert item["metadata"]["source"] == "chat-input"
     got = await ok(api, "retrieve", {"query": "green tea", "trace": True, "maxItems": 3})
     assert got["memories"][0]["item"]["id"] == item["id"]

@@ -134,7 +134,12 @@ class Connection {
     await this.ready;
     const json = toJson(params);
     const progress = onProgress ? Comlink.proxy(onProgress) : undefined;
-    const answer = await this.remote.call(dbName, method, JSON.parse(json), progress);
+    let answer;
+    try {
+      answer = await this.remote.call(dbName, method, JSON.parse(json), progress);
+    } catch (err) {
+      throw new MemoryError("internal", `worker call failed: ${err?.message ?? err}`);
+    }
     if (!answer.ok) throw new MemoryError(answer.error.code, answer.error.message);
     return answer.result;
   }
@@ -230,8 +235,10 @@ export function createAgentMemory(options = {}) {
       return conn.status;
     },
     ready: opened.then(() => conn.status),
+    // `fn` gets the current status at once, then every change.
     onStatus(fn) {
       conn.statusListeners.add(fn);
+      fn(conn.status);
       return () => conn.statusListeners.delete(fn);
     },
     subscribe(fn) {
@@ -273,7 +280,9 @@ export function createAgentMemory(options = {}) {
     debug(query, opts) {
       return client.retrieve(query, { ...asObject("options", opts), trace: true });
     },
-    feedback: (id, kind) => call("feedback", { id, kind }),
+    // Resolves once the feedback is stored (a page may close right after a click); pass
+    // { durable: false } to only queue it for the worker's next batch.
+    feedback: (id, kind, opts) => call("feedback", { id, kind, ...asObject("options", opts) }),
     flush: () => call("flush", {}),
     clear(filter) {
       const f = asObject("filter", filter);

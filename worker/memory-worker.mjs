@@ -9,7 +9,7 @@ import * as idb from "./idb-kv.mjs";
 const base = new URL("../", import.meta.url);
 let api = null; // the Python RpcApi
 let booting = null;
-let status = { phase: "idle", progress: 0, ready: false, error: null };
+let status = { phase: "starting", progress: 0, ready: false, error: null };
 const listeners = new Set();
 
 function report(phase, progress, extra = {}) {
