@@ -139,6 +139,10 @@ class RpcApi:
             if not isinstance(db, str) or not db or len(db) > 128:
                 raise ValidationError("dbName must be a non-empty string of at most 128 chars")
             handler = getattr(self, f"_m_{method}", None) if isinstance(method, str) else None
+            if handler is None and isinstance(method, str) and "." in method:
+                from .rpc_agent import agent_handler  # blocks.*, tools.*, observer.*, ...
+
+                handler = agent_handler(self, method)
             if handler is None:
                 return _error("unknown_method", f"unknown method {method!r}")
             try:

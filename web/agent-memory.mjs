@@ -126,6 +126,7 @@ class Connection {
   }
 
   _setStatus(s) {
+    if (JSON.stringify(s) === JSON.stringify(this.status)) return;
     this.status = { ...s };
     for (const fn of this.statusListeners) fn(this.status);
   }

@@ -22,6 +22,7 @@ const STATUSES = {
   time_window: "outside the time window",
   tag: "lacks the required tag(s)",
   zero_weight: "final score is 0 (a weight of 0)",
+  no_match: "shares no term with the query (newest 100 shown)",
 };
 
 const params = new URLSearchParams(location.search);

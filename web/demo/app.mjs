@@ -106,7 +106,7 @@ function Badges({ item }) {
     <span class="badge type" title="type">${item.type}</span>
     <span class="badge scope" title="scope">${item.scope}</span>
     ${item.tags.map((t) => html`<span class="badge tag" title="tag">#${t}</span>`)}
-    ${item.contentMethod !== "given" &&
+    ${!["given", "verbatim"].includes(item.contentMethod) &&
     html`<span class="badge summary" title=${`content summarised from the raw text (${item.contentMethod})`}
       >summary</span
     >`}

@@ -1,0 +1,651 @@
+"""The agent primitives over the worker's JSON API: the ``<area>.<name>`` methods.
+
+:class:`~pymemory.rpc.RpcApi` hands every method name with a dot to :func:`agent_handler`.
+Each database's primitives run over that database's own KvBackend (``memory.kv``, the
+IndexedDB store in the browser), next to its memories, under their own key prefixes
+(``blk:``, ``ns:``, ``fs:``, ``mt:``, ``ckpt:``, ``obs:``), so they survive a page reload.
+The worker keeps ONE instance of each primitive per (database, id): a block set per
+``setId``, an observer per ``sessionId``, and one structured memory, checkpointer,
+``memory`` tool and ``memory_kv`` tool per database. They share the Memory's clock.
+
+Methods (parameters and results in the JS naming; ``?`` marks an optional parameter):
+
+``blocks.open {setId, blocks?, maxBlocks?}`` -> BlockSet
+    Open a set of core memory blocks (``{label, value?, limit?, description?,
+    readOnly?}``). A stored set wins over ``blocks``: opening is how a run resumes.
+    ``created`` says whether this call wrote a new set.
+``blocks.get {setId, label}`` -> Block; ``blocks.list {setId}`` -> BlockSet;
+``blocks.render {setId}`` -> string; ``blocks.message {setId}`` -> ``{role, content}``;
+``blocks.setValue {setId, label, value}`` -> Block (the app's edit, read-only blocks too).
+    A set stored by an earlier worker is opened on first use; an unknown one: not_found.
+``structured.put {namespace, key, value, metadata?, ttlMs?}`` -> Entry
+    ``ttlMs`` absent: the namespace default; null: never expires.
+``structured.get {namespace, key}`` -> Entry | null;
+``structured.list {namespace, prefix?, limit?}`` -> Entry[];
+``structured.search {namespace, query, limit?, prefix?}`` -> ``{entry, score}[]``;
+``structured.delete {namespace, key, purge?}`` -> boolean (a live value was deleted);
+``structured.history {namespace, key}`` -> Entry[]; ``structured.decay {namespace?}`` -> int.
+``tools.call {name, args?, setId?}`` -> ``{content, artifact, isError}``
+    Runs ``core_memory_append`` / ``core_memory_replace`` (on block set ``setId``), the
+    Anthropic-compatible ``memory`` tool (``/memories`` files) or the ``memory_kv`` tool.
+    ``args`` is an object or the model's raw JSON text. A bad call by the model is a
+    result with ``isError: true``; an unknown tool name is not_found.
+``tools.schemas {format?, setId?, native?}`` -> object[]
+    The tools' schemas: ``format`` "openai" (default) or "anthropic"; ``native: true``
+    gives the Anthropic ``memory_20250818`` entry for the ``memory`` tool.
+``checkpoints.save {runId, state, metadata?}`` -> Checkpoint;
+``checkpoints.latest {runId}`` -> Checkpoint | null; ``checkpoints.list {runId}`` ->
+Checkpoint[]; ``checkpoints.load {runId, seq}`` -> Checkpoint; ``checkpoints.deleteRun
+{runId}`` -> int; ``checkpoints.runs {}`` -> string[].
+``observer.configure {sessionId, model, tokenThreshold?, keepRecentSteps?}`` -> ObserverStatus
+    ``model``: ``{kind: "openai", baseUrl, model, apiKey?, provider?, timeoutMs?}``,
+    ``{kind: "anthropic", model, apiKey?, baseUrl?, timeoutMs?}`` or ``{kind: "rules",
+    maxChars?}``. Configuring a configured session changes its model and thresholds and
+    keeps its unobserved steps.
+``observer.noteStep {sessionId, step}`` -> ObserverStatus (a step: text, a message or a
+list of messages; a scan may start in the background);
+``observer.flush {sessionId}`` -> ObserverStatus
+    Waits for the scan in flight. If a scan failed since the last flush, the call fails
+    once with that error's code (``llm_error`` for the model); its steps stay unobserved.
+``observer.status {sessionId}`` -> ObserverStatus;
+``observer.list {sessionId}`` -> Observation[]; ``observer.prompt {sessionId}`` -> string.
+    ``list`` and ``prompt`` also read the stored observations of an unconfigured session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .agent.blocks import (
+    DEFAULT_MAX_BLOCKS,
+    MemoryBlock,
+    MemoryBlockSet,
+    block_key,
+    core_memory_tools,
+)
+from .agent.checkpoint import Checkpoint, KvCheckpointer
+from .agent.memory_tool import (
+    AnthropicMemoryTool,
+    create_anthropic_memory_tool,
+    create_memory_tool,
+)
+from .agent.observational import Observation, ObservationalMemory
+from .agent.structured import Entry, StructuredMemory
+from .agent.tools import ToolResult, ToolSet
+from .errors import NotFoundError, PymemoryError, ValidationError
+from .llm import AnthropicModel, OpenAIChatModel, RuleObserver
+from .llm.base import excerpt, parse_arguments
+from .rpc import _params
+
+if TYPE_CHECKING:
+    from .memory import Memory
+    from .rpc import RpcApi
+
+log = logging.getLogger("pymemory")
+
+Handler = Callable[[str, Any], Awaitable[Any]]
+CORE_TOOLS = ("core_memory_append", "core_memory_replace")
+MAX_SESSION_ID_CHARS = 128
+BLOCK_FIELDS = {"label", "value", "limit", "description", "readOnly"}
+
+
+class AgentCallError(PymemoryError):
+    """An error reported with a given stable code (an observer failure, say)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# --- JS shapes ----------------------------------------------------------------------------
+
+
+def block_js(block: MemoryBlock) -> dict[str, Any]:
+    return {
+        "label": block.label,
+        "value": block.value,
+        "limit": block.limit,
+        "description": block.description,
+        "readOnly": block.read_only,
+        "chars": block.chars,
+    }
+
+
+def blockset_js(set_id: str, blocks: MemoryBlockSet) -> dict[str, Any]:
+    return {
+        "setId": set_id,
+        "maxBlocks": blocks.max_blocks,
+        "revision": blocks.revision,
+        "blocks": [block_js(b) for b in blocks.list()],
+    }
+
+
+def entry_js(entry: Entry) -> dict[str, Any]:
+    return {
+        "namespace": entry.namespace,
+        "key": entry.key,
+        "value": entry.value,
+        "version": entry.version,
+        "validFrom": entry.valid_from,
+        "validTo": entry.valid_to,
+        "expiresAt": entry.expires_at,
+        "metadata": entry.metadata,
+    }
+
+
+def checkpoint_js(cp: Checkpoint) -> dict[str, Any]:
+    return {
+        "runId": cp.run_id,
+        "seq": cp.seq,
+        "createdAtMs": cp.created_at_ms,
+        "state": cp.state,
+        "metadata": cp.metadata,
+    }
+
+
+def observation_js(obs: Observation) -> dict[str, Any]:
+    return {
+        "seqId": obs.seq_id,
+        "createdAtMs": obs.created_at_ms,
+        "text": obs.text,
+        "priority": obs.priority,
+        "coversSteps": {"from": obs.covers_steps.first, "to": obs.covers_steps.last},
+    }
+
+
+def tool_result_js(result: ToolResult) -> dict[str, Any]:
+    return {"content": result.content, "artifact": result.artifact, "isError": result.is_error}
+
+
+def error_js(exc: BaseException | None) -> dict[str, str] | None:
+    if exc is None:
+        return None
+    if isinstance(exc, PymemoryError):
+        code = exc.code
+    elif isinstance(exc, ValueError):  # e.g. an empty observation: the model's answer
+        code = "llm_error"
+    else:
+        code = "internal"
+    return {"code": code, "message": str(exc) or type(exc).__name__}
+
+
+# --- parameter checks -----------------------------------------------------------------------
+
+
+def _str(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _int(name: str, value: object, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValidationError(f"{name} must be an integer >= {low}, got {value!r}")
+    return value
+
+
+def _bool(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValidationError(f"{name} must be a boolean, got {value!r}")
+    return value
+
+
+def _session_id(value: object) -> str:
+    _str("sessionId", value)
+    if not value or len(value) > MAX_SESSION_ID_CHARS:  # type: ignore[arg-type]
+        raise ValidationError(f"sessionId must be 1-{MAX_SESSION_ID_CHARS} characters")
+    return value  # type: ignore[return-value]
+
+
+def _block_in(index: int, raw: object) -> MemoryBlock:
+    if not isinstance(raw, dict):
+        raise ValidationError(f"blocks[{index}] must be an object")
+    try:
+        p = _params(raw, BLOCK_FIELDS, {"label"})
+        return MemoryBlock(**{("read_only" if k == "readOnly" else k): v for k, v in p.items()})
+    except ValidationError as exc:
+        raise ValidationError(f"blocks[{index}]: {exc}") from None
+
+
+def _url(name: str, value: object) -> str:
+    _str(name, value)
+    if not value.startswith(("http://", "https://")):  # type: ignore[union-attr]
+        raise ValidationError(f"{name} must be an http(s) URL, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def _timeout(p: Mapping[str, Any]) -> float | None:
+    if p.get("timeoutMs") is None:
+        return None
+    return _int("timeoutMs", p["timeoutMs"], 1) / 1000
+
+
+def make_observer_model(spec: object) -> tuple[Any, dict[str, Any]]:
+    """The observer model for a ``model`` parameter, and its description (no API key)."""
+    if not isinstance(spec, dict):
+        raise ValidationError('model must be an object such as {"kind": "rules"}')
+    kind = spec.get("kind")
+    if kind == "rules":
+        p = _params(spec, {"kind", "maxChars"})
+        if "maxChars" in p:
+            model = RuleObserver(max_chars=_int("maxChars", p["maxChars"], 1))
+        else:
+            model = RuleObserver()
+        return model, {"kind": "rules"}
+    if kind == "openai":
+        fields = {"kind", "baseUrl", "apiKey", "model", "provider", "timeoutMs"}
+        p = _params(spec, fields, {"kind", "baseUrl", "model"})
+        api_key = p.get("apiKey")
+        if api_key is not None:
+            _str("apiKey", api_key)
+        model = OpenAIChatModel(
+            _url("baseUrl", p["baseUrl"]),
+            api_key,
+            _str("model", p["model"]),
+            provider=_str("provider", p.get("provider", "openai")),
+            timeout=_timeout(p),
+        )
+        return model, {"kind": "openai", "baseUrl": p["baseUrl"], "model": p["model"]}
+    if kind == "anthropic":
+        fields = {"kind", "baseUrl", "apiKey", "model", "timeoutMs"}
+        p = _params(spec, fields, {"kind", "model"})
+        api_key = p.get("apiKey")
+        if api_key is not None:
+            _str("apiKey", api_key)
+        base = _url("baseUrl", p.get("baseUrl", "https://api.anthropic.com"))
+        model = AnthropicModel(base, api_key, _str("model", p["model"]), timeout=_timeout(p))
+        return model, {"kind": "anthropic", "baseUrl": base, "model": p["model"]}
+    raise ValidationError(f'model.kind must be "openai", "anthropic" or "rules", got {kind!r}')
+
+
+async def _close_model(model: Any) -> None:
+    close = getattr(model, "close", None)
+    if close is not None:
+        try:
+            await close()
+        except Exception:  # best effort: a transport that will not close is not fatal
+            log.warning("could not close an observer model", exc_info=True)
+
+
+# --- per-database state ---------------------------------------------------------------------
+
+
+@dataclass
+class _Observer:
+    memory: ObservationalMemory
+    model: Any
+    info: dict[str, Any]
+    reported: BaseException | None = None  # the last error a flush already reported
+
+
+class _DbAgents:
+    """The primitives of one database, over its Memory's KV store."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self.kv = memory.kv
+        clock = getattr(memory, "_clock", None)  # the Memory's clock (injected in tests)
+        timed = {"clock": clock} if callable(clock) else {}
+        self.clock = clock if callable(clock) else None
+        self.lock = asyncio.Lock()  # serialises opening block sets and observers
+        self.blocksets: dict[str, MemoryBlockSet] = {}
+        self.toolsets: dict[str | None, ToolSet] = {}
+        self.observers: dict[str, _Observer] = {}
+        self.structured = StructuredMemory(self.kv, **timed)
+        self.checkpoints = KvCheckpointer(self.kv, **timed)
+        self.memory_tool: AnthropicMemoryTool = create_anthropic_memory_tool(self.kv)
+        self.kv_tool = create_memory_tool(self.kv, clock=self.clock)
+
+    async def close(self) -> None:
+        for observer in list(self.observers.values()):
+            with contextlib.suppress(Exception):
+                await observer.memory.flush()
+            await _close_model(observer.model)
+        self.observers.clear()
+
+
+class AgentRpc:
+    """The ``<area>.<name>`` methods of one RpcApi (see the module docstring)."""
+
+    def __init__(self, api: RpcApi) -> None:
+        self._api = api
+        self._dbs: dict[str, _DbAgents] = {}
+
+    def handler(self, method: str) -> Handler | None:
+        area, dot, name = method.partition(".")
+        if not dot or not area.isidentifier() or not name.isidentifier():
+            return None
+        return getattr(self, f"_a_{area}_{name}", None)
+
+    async def close(self) -> None:
+        """Wait for observer scans and close observer models (tests and shutdown)."""
+        dbs, self._dbs = list(self._dbs.values()), {}
+        for state in dbs:
+            await state.close()
+
+    async def _db(self, db: str) -> _DbAgents:
+        memory = await self._api.memory(db)
+        state = self._dbs.get(db)
+        if state is not None and state.memory is memory:
+            return state
+        # First use, or the database was closed and opened again (a new KV store).
+        fresh = _DbAgents(memory)
+        self._dbs[db] = fresh
+        if state is not None:
+            await state.close()
+        return fresh
+
+    async def _blockset(self, state: _DbAgents, set_id: object) -> MemoryBlockSet:
+        key = block_key(_str("setId", set_id))
+        found = state.blocksets.get(set_id)  # type: ignore[arg-type]
+        if found is not None:
+            return found
+        async with state.lock:
+            found = state.blocksets.get(set_id)  # type: ignore[arg-type]
+            if found is None:
+                if await state.kv.get(key) is None:
+                    raise NotFoundError(
+                        f"no memory block set {set_id!r}; create it with blocks.open"
+                    )
+                found = await MemoryBlockSet.open(state.kv, set_id)  # type: ignore[arg-type]
+                state.blocksets[set_id] = found  # type: ignore[index]
+        return found
+
+    async def _toolset(self, state: _DbAgents, set_id: object) -> ToolSet:
+        if set_id is not None:
+            _str("setId", set_id)
+        tools = state.toolsets.get(set_id)  # type: ignore[arg-type]
+        if tools is None:
+            core = [] if set_id is None else core_memory_tools(await self._blockset(state, set_id))
+            tools = state.toolsets.setdefault(  # type: ignore[arg-type]
+                set_id, ToolSet([*core, state.memory_tool, state.kv_tool])
+            )
+        return tools
+
+    def _observer(self, state: _DbAgents, session_id: object) -> _Observer:
+        sid = _session_id(session_id)
+        observer = state.observers.get(sid)
+        if observer is None:
+            raise NotFoundError(
+                f"no observer for session {sid!r} in this worker; call observer.configure first"
+            )
+        return observer
+
+    # --- blocks -------------------------------------------------------------------------------
+
+    async def _a_blocks_open(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, {"setId", "blocks", "maxBlocks"}, {"setId"})
+        set_id = _str("setId", p["setId"])
+        key = block_key(set_id)
+        raw = p.get("blocks", [])
+        if raw is None:
+            raw = []
+        if not isinstance(raw, list):
+            raise ValidationError("blocks must be a list of block objects")
+        blocks = [_block_in(i, b) for i, b in enumerate(raw)]
+        max_blocks = _int("maxBlocks", p.get("maxBlocks", DEFAULT_MAX_BLOCKS), 1)
+        state = await self._db(db)
+        created = False
+        async with state.lock:
+            found = state.blocksets.get(set_id)
+            if found is None:
+                created = await state.kv.get(key) is None
+                found = await MemoryBlockSet.open(state.kv, set_id, blocks, max_blocks=max_blocks)
+                state.blocksets[set_id] = found
+        return {**blockset_js(set_id, found), "created": created}
+
+    async def _a_blocks_get(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, {"setId", "label"}, {"setId", "label"})
+        blocks = await self._blockset(await self._db(db), p["setId"])
+        return block_js(blocks.get(_str("label", p["label"])))
+
+    async def _a_blocks_list(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, {"setId"}, {"setId"})
+        return blockset_js(p["setId"], await self._blockset(await self._db(db), p["setId"]))
+
+    async def _a_blocks_render(self, db: str, params: Any) -> str:
+        p = _params(params, {"setId"}, {"setId"})
+        return (await self._blockset(await self._db(db), p["setId"])).render()
+
+    async def _a_blocks_message(self, db: str, params: Any) -> dict[str, str]:
+        p = _params(params, {"setId"}, {"setId"})
+        return (await self._blockset(await self._db(db), p["setId"])).message()
+
+    async def _a_blocks_setValue(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, {"setId", "label", "value"}, {"setId", "label", "value"})
+        blocks = await self._blockset(await self._db(db), p["setId"])
+        return block_js(await blocks.set_value(_str("label", p["label"]), p["value"]))
+
+    # --- structured memory ----------------------------------------------------------------------
+
+    async def _a_structured_put(self, db: str, params: Any) -> dict[str, Any]:
+        fields = {"namespace", "key", "value", "metadata", "ttlMs"}
+        p = _params(params, fields, {"namespace", "key", "value"})
+        ttl = p.get("ttlMs", "namespace")  # absent: the namespace default; null: never
+        entry = await (await self._db(db)).structured.put(
+            p["namespace"], p["key"], p["value"], metadata=p.get("metadata"), ttl_ms=ttl
+        )
+        return entry_js(entry)
+
+    async def _a_structured_get(self, db: str, params: Any) -> dict[str, Any] | None:
+        p = _params(params, {"namespace", "key"}, {"namespace", "key"})
+        entry = await (await self._db(db)).structured.get(p["namespace"], p["key"])
+        return None if entry is None else entry_js(entry)
+
+    async def _a_structured_list(self, db: str, params: Any) -> list[dict[str, Any]]:
+        p = _params(params, {"namespace", "prefix", "limit"}, {"namespace"})
+        entries = await (await self._db(db)).structured.list(
+            p["namespace"], prefix=p.get("prefix", ""), limit=p.get("limit")
+        )
+        return [entry_js(e) for e in entries]
+
+    async def _a_structured_search(self, db: str, params: Any) -> list[dict[str, Any]]:
+        p = _params(params, {"namespace", "query", "limit", "prefix"}, {"namespace", "query"})
+        hits = await (await self._db(db)).structured.search(
+            p["namespace"], p["query"], limit=p.get("limit", 10), prefix=p.get("prefix", "")
+        )
+        return [{"entry": entry_js(h.entry), "score": h.score} for h in hits]
+
+    async def _a_structured_delete(self, db: str, params: Any) -> bool:
+        p = _params(params, {"namespace", "key", "purge"}, {"namespace", "key"})
+        purge = _bool("purge", p.get("purge", False))
+        return await (await self._db(db)).structured.delete(p["namespace"], p["key"], purge=purge)
+
+    async def _a_structured_history(self, db: str, params: Any) -> list[dict[str, Any]]:
+        p = _params(params, {"namespace", "key"}, {"namespace", "key"})
+        entries = await (await self._db(db)).structured.history(p["namespace"], p["key"])
+        return [entry_js(e) for e in entries]
+
+    async def _a_structured_decay(self, db: str, params: Any) -> int:
+        p = _params(params, {"namespace"})
+        return await (await self._db(db)).structured.decay(p.get("namespace"))
+
+    # --- tools --------------------------------------------------------------------------------
+
+    async def _a_tools_call(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, {"name", "args", "setId"}, {"name"})
+        name = _str("name", p["name"])
+        set_id = p.get("setId")
+        tools = await self._toolset(await self._db(db), set_id)
+        if name not in tools:
+            if name in CORE_TOOLS and set_id is None:
+                raise ValidationError(f"{name} edits a memory block set: pass setId")
+            raise NotFoundError(f"no tool named {name!r}; tools: {', '.join(tools.names())}")
+        args = p.get("args", {})
+        if isinstance(args, str):  # the model's raw JSON text
+            parsed, invalid = parse_arguments(args)
+            if invalid is not None:
+                return tool_result_js(
+                    ToolResult(
+                        f"Error: {name} takes a JSON object of arguments, got "
+                        f"{excerpt(invalid, 120)!r}",
+                        {"tool": name, "outcome": "error", "error": "invalid_arguments"},
+                        is_error=True,
+                    )
+                )
+            args = parsed
+        return tool_result_js(await tools.call(name, args))
+
+    async def _a_tools_schemas(self, db: str, params: Any) -> list[dict[str, Any]]:
+        p = _params(params, {"format", "setId", "native"})
+        fmt = p.get("format", "openai")
+        if fmt not in ("openai", "anthropic"):
+            raise ValidationError(f'format must be "openai" or "anthropic", got {fmt!r}')
+        native = _bool("native", p.get("native", False))
+        tools = await self._toolset(await self._db(db), p.get("setId"))
+        if fmt == "openai":
+            return tools.openai_schemas()
+        return [
+            t.anthropic_schema(native=native)
+            if isinstance(t, AnthropicMemoryTool)
+            else t.anthropic_schema()
+            for t in tools
+        ]
+
+    # --- checkpoints --------------------------------------------------------------------------
+
+    async def _a_checkpoints_save(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, {"runId", "state", "metadata"}, {"runId", "state"})
+        cp = await (await self._db(db)).checkpoints.save(
+            p["runId"], p["state"], metadata=p.get("metadata")
+        )
+        return checkpoint_js(cp)
+
+    async def _a_checkpoints_latest(self, db: str, params: Any) -> dict[str, Any] | None:
+        p = _params(params, {"runId"}, {"runId"})
+        cp = await (await self._db(db)).checkpoints.latest(p["runId"])
+        return None if cp is None else checkpoint_js(cp)
+
+    async def _a_checkpoints_list(self, db: str, params: Any) -> list[dict[str, Any]]:
+        p = _params(params, {"runId"}, {"runId"})
+        return [checkpoint_js(c) for c in await (await self._db(db)).checkpoints.list(p["runId"])]
+
+    async def _a_checkpoints_load(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, {"runId", "seq"}, {"runId", "seq"})
+        return checkpoint_js(await (await self._db(db)).checkpoints.load(p["runId"], p["seq"]))
+
+    async def _a_checkpoints_deleteRun(self, db: str, params: Any) -> int:
+        p = _params(params, {"runId"}, {"runId"})
+        return await (await self._db(db)).checkpoints.delete_run(p["runId"])
+
+    async def _a_checkpoints_runs(self, db: str, params: Any) -> list[str]:
+        _params(params, set())
+        return await (await self._db(db)).checkpoints.runs()
+
+    # --- observational memory -----------------------------------------------------------------
+
+    async def _status(self, sid: str, observer: _Observer) -> dict[str, Any]:
+        obs = observer.memory
+        return {
+            "sessionId": sid,
+            "model": dict(observer.info),
+            "tokenThreshold": obs.token_threshold,
+            "keepRecentSteps": obs.keep_recent_steps,
+            "scanning": obs.scanning,
+            "unobservedTokens": obs.unobserved_tokens,
+            "scans": obs.scans,
+            "observations": len(await obs.list()),
+            "lastError": error_js(obs.last_error),
+        }
+
+    async def _a_observer_configure(self, db: str, params: Any) -> dict[str, Any]:
+        fields = {"sessionId", "model", "tokenThreshold", "keepRecentSteps"}
+        p = _params(params, fields, {"sessionId", "model"})
+        sid = _session_id(p["sessionId"])
+        options: dict[str, int] = {}
+        if "tokenThreshold" in p:
+            options["token_threshold"] = _int("tokenThreshold", p["tokenThreshold"], 1)
+        if "keepRecentSteps" in p:
+            options["keep_recent_steps"] = _int("keepRecentSteps", p["keepRecentSteps"], 0)
+        model, info = make_observer_model(p["model"])
+        state = await self._db(db)
+        async with state.lock:
+            observer = state.observers.get(sid)
+            if observer is None:
+                timed = {"clock": state.clock} if state.clock else {}
+                obs = ObservationalMemory(model, sid, state.kv, **options, **timed)
+                observer = state.observers[sid] = _Observer(obs, model, info)
+            else:  # keep the session's unobserved steps; swap what was asked for
+                await observer.memory.flush()
+                old = observer.model
+                observer.memory.observer_model = model
+                observer.model, observer.info = model, info
+                for name, value in options.items():
+                    setattr(observer.memory, name, value)
+                if old is not model:
+                    await _close_model(old)
+        return await self._status(sid, observer)
+
+    async def _a_observer_noteStep(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, {"sessionId", "step"}, {"sessionId", "step"})
+        observer = self._observer(await self._db(db), p["sessionId"])
+        observer.memory.note_step(p["step"])
+        return await self._status(observer.memory.session_id, observer)
+
+    async def _a_observer_flush(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, {"sessionId"}, {"sessionId"})
+        observer = self._observer(await self._db(db), p["sessionId"])
+        await observer.memory.flush()
+        last = observer.memory.last_error
+        if last is not None and last is not observer.reported:
+            observer.reported = last
+            error = error_js(last) or {}
+            raise AgentCallError(
+                error["code"],
+                f"the observer failed (its steps stay unobserved): {error['message']}",
+            )
+        return await self._status(observer.memory.session_id, observer)
+
+    async def _a_observer_status(self, db: str, params: Any) -> dict[str, Any]:
+        p = _params(params, {"sessionId"}, {"sessionId"})
+        observer = self._observer(await self._db(db), p["sessionId"])
+        return await self._status(observer.memory.session_id, observer)
+
+    async def _observations(self, db: str, session_id: object) -> ObservationalMemory:
+        sid = _session_id(session_id)
+        state = await self._db(db)
+        observer = state.observers.get(sid)
+        if observer is not None:
+            return observer.memory
+        return ObservationalMemory(RuleObserver(), sid, state.kv)  # reads only, never scans
+
+    async def _a_observer_list(self, db: str, params: Any) -> list[dict[str, Any]]:
+        p = _params(params, {"sessionId"}, {"sessionId"})
+        obs = await self._observations(db, p["sessionId"])
+        return [observation_js(o) for o in await obs.list()]
+
+    async def _a_observer_prompt(self, db: str, params: Any) -> str:
+        p = _params(params, {"sessionId"}, {"sessionId"})
+        return await (await self._observations(db, p["sessionId"])).format_for_prompt()
+
+
+_AGENTS: weakref.WeakKeyDictionary[RpcApi, AgentRpc] = weakref.WeakKeyDictionary()
+
+
+def agent_rpc(api: RpcApi) -> AgentRpc:
+    """The AgentRpc of ``api`` (one per RpcApi, made on first use)."""
+    agents = _AGENTS.get(api)
+    if agents is None:
+        agents = _AGENTS[api] = AgentRpc(api)
+    return agents
+
+
+def agent_handler(api: RpcApi, method: str) -> Handler | None:
+    """The handler of a dotted method name, or None if there is no such method."""
+    return agent_rpc(api).handler(method)
+
+
+async def close_agents(api: RpcApi) -> None:
+    """Wait for observer scans and close the observer models of ``api``."""
+    agents = _AGENTS.get(api)
+    if agents is not None:
+        await agents.close()
+
+
+__all__ = ["AgentCallError", "AgentRpc", "agent_handler", "agent_rpc", "close_agents"]
