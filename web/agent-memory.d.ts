@@ -30,6 +30,7 @@ export type ErrorCode =
   | "boot_failed"
   | "not_ready"
   | "unknown_method"
+  | "llm_error"
   | "internal";
 
 export declare const ERROR_CODES: readonly ErrorCode[];
@@ -250,7 +251,255 @@ export interface AgentMemory {
     },
   ): Promise<{ added: number; replaced: number; skipped: number; archived: number }>;
   runKvConformance(): Promise<Array<{ name: string; ok: boolean; error: string }>>;
+
+  // --- agent primitives (same database; one instance per id in the worker) -------------
+
+  /** Core memory blocks: small labelled texts the model sees every turn. */
+  readonly blocks: BlocksApi;
+  /** Versioned JSON facts with per-namespace TTL. */
+  readonly structured: StructuredApi;
+  /**
+   * Run a memory tool the model called: `core_memory_append` / `core_memory_replace`
+   * (need `setId`), `memory` (Anthropic memory_20250818 commands on /memories files) or
+   * `memory_kv` (read / write / list / delete). `args` is an object or the model's raw
+   * JSON text. A bad call by the model resolves with `isError: true` (feed it back to
+   * the model); an unknown tool rejects with "not_found", a core tool without `setId`
+   * with "invalid_input".
+   */
+  callTool(name: ToolName | (string & {}), args?: object | string, options?: { setId?: string }): Promise<ToolCallResult>;
+  /** The tools' schemas, in `callTool`'s order: the core tools (with `setId`), memory, memory_kv. */
+  toolSchemas(options?: ToolSchemaOptions): Promise<Array<Record<string, unknown>>>;
+  /** Pause a run and resume it later (after a reload, say) from its latest checkpoint. */
+  readonly checkpoints: CheckpointsApi;
+  /** Observational memory: an observer model compresses an agent's steps in the worker. */
+  readonly observer: ObserverApi;
+
   close(): Promise<void>;
+}
+
+export interface MemoryBlock {
+  label: string;
+  value: string;
+  /** the most characters `value` may hold */
+  limit: number;
+  description: string;
+  /** the agent's tools may not edit it (the app may, with setValue) */
+  readOnly: boolean;
+  /** characters used */
+  chars: number;
+}
+
+export interface MemoryBlockInput {
+  /** 1-64 letters, digits, _ or -, starting with a letter or _ */
+  label: string;
+  value?: string;
+  /** default 2000 */
+  limit?: number;
+  description?: string;
+  readOnly?: boolean;
+}
+
+export interface MemoryBlockSet {
+  setId: string;
+  maxBlocks: number;
+  /** how many changes the set has seen */
+  revision: number;
+  blocks: MemoryBlock[];
+}
+
+export interface BlocksApi {
+  /**
+   * Open a block set (ids: 1-128 of letters, digits, _.:/@-). A stored set wins over
+   * `blocks`, so opening is how a run resumes; `created` says whether this call made it.
+   */
+  open(
+    setId: string,
+    blocks?: MemoryBlockInput[],
+    options?: { maxBlocks?: number },
+  ): Promise<MemoryBlockSet & { created: boolean }>;
+  /** The other methods also find a set stored by an earlier page; an unknown one: "not_found". */
+  get(setId: string, label: string): Promise<MemoryBlock>;
+  list(setId: string): Promise<MemoryBlockSet>;
+  /** The blocks as the text of one user message (`<memory_blocks>...`). */
+  render(setId: string): Promise<string>;
+  /** `{ role: "user", content: render() }`: put it right after the system prompt. */
+  message(setId: string): Promise<{ role: "user"; content: string }>;
+  /** The app's edit: replaces the whole value (read-only blocks too). */
+  setValue(setId: string, label: string, value: string): Promise<MemoryBlock>;
+}
+
+export type StructuredNamespace = "episodic" | "semantic" | "procedural";
+
+export interface StructuredEntry {
+  namespace: StructuredNamespace;
+  key: string;
+  value: unknown;
+  version: number;
+  /** epoch ms */
+  validFrom: number;
+  /** null for the current version */
+  validTo: number | null;
+  expiresAt: number | null;
+  metadata: Record<string, unknown>;
+}
+
+export interface StructuredApi {
+  /**
+   * Write the new current version of `key` (the old one stays in its history).
+   * `ttlMs`: absent for the namespace default (episodic: 7 days), null never expires.
+   */
+  put(
+    namespace: StructuredNamespace,
+    key: string,
+    value: unknown,
+    options?: { metadata?: Record<string, unknown>; ttlMs?: number | null },
+  ): Promise<StructuredEntry>;
+  /** The current, unexpired version, or null. */
+  get(namespace: StructuredNamespace, key: string): Promise<StructuredEntry | null>;
+  list(
+    namespace: StructuredNamespace,
+    options?: { prefix?: string; limit?: number },
+  ): Promise<StructuredEntry[]>;
+  /** BM25 over keys and the strings in values; entries sharing no term are left out. */
+  search(
+    namespace: StructuredNamespace,
+    query: string,
+    options?: { limit?: number; prefix?: string },
+  ): Promise<Array<{ entry: StructuredEntry; score: number }>>;
+  /** Ends the current version (kept in history); `purge` erases the key and its history.
+   * Resolves with whether a live value was deleted. */
+  delete(namespace: StructuredNamespace, key: string, options?: { purge?: boolean }): Promise<boolean>;
+  /** Every unexpired version, oldest first. */
+  history(namespace: StructuredNamespace, key: string): Promise<StructuredEntry[]>;
+  /** Remove expired records of one namespace (or all); resolves with how many. */
+  decay(namespace?: StructuredNamespace | null): Promise<number>;
+}
+
+export type ToolName = "core_memory_append" | "core_memory_replace" | "memory" | "memory_kv";
+
+export interface ToolCallResult {
+  /** what the model reads (send it back as the tool result) */
+  content: string;
+  /** the structured outcome, for the app (e.g. { tool, command, path, outcome }) */
+  artifact: Record<string, unknown> | null;
+  isError: boolean;
+}
+
+export interface ToolSchemaOptions {
+  /** "openai" (Chat Completions `tools` entries, the default) or "anthropic" */
+  format?: "openai" | "anthropic";
+  /** include core_memory_append / core_memory_replace for this block set */
+  setId?: string;
+  /** anthropic format: the `memory` tool as Anthropic's native `memory_20250818` entry */
+  native?: boolean;
+}
+
+export interface Checkpoint<S = Record<string, unknown>> {
+  runId: string;
+  /** 1, 2, 3, ... per run */
+  seq: number;
+  createdAtMs: number;
+  state: S;
+  metadata: Record<string, unknown>;
+}
+
+export interface CheckpointsApi {
+  /** Store `state` (a JSON object, <= 4 MiB) as the run's next checkpoint. Run ids:
+   * 1-128 of letters, digits and _.@/- (no ":"). */
+  save<S extends Record<string, unknown>>(
+    runId: string,
+    state: S,
+    metadata?: Record<string, unknown> | null,
+  ): Promise<Checkpoint<S>>;
+  /** Where to resume: the newest checkpoint, or null. */
+  latest<S = Record<string, unknown>>(runId: string): Promise<Checkpoint<S> | null>;
+  /** Oldest first. */
+  list(runId: string): Promise<Checkpoint[]>;
+  /** Rejects with "not_found" when absent. */
+  load(runId: string, seq: number): Promise<Checkpoint>;
+  /** Remove every checkpoint of the run; resolves with how many there were. */
+  deleteRun(runId: string): Promise<number>;
+  /** Ids of the runs that have checkpoints. */
+  runs(): Promise<string[]>;
+}
+
+export type ObserverModel =
+  | {
+      kind: "openai";
+      /** the API root, as in the OpenAI SDK: "https://api.openai.com/v1" */
+      baseUrl: string;
+      model: string;
+      apiKey?: string | null;
+      /** "openai" (default) or a compatible provider's name, e.g. "bedrock" */
+      provider?: string;
+      timeoutMs?: number;
+    }
+  | {
+      kind: "anthropic";
+      model: string;
+      apiKey?: string | null;
+      /** default "https://api.anthropic.com" (without /v1) */
+      baseUrl?: string;
+      timeoutMs?: number;
+    }
+  /** offline, rule-based: no network */
+  | { kind: "rules"; maxChars?: number };
+
+export interface ObserverOptions {
+  /** 1-128 characters; observations are stored per session */
+  sessionId: string;
+  model: ObserverModel;
+  /** observe once the unobserved steps cost more tokens than this (default 6000) */
+  tokenThreshold?: number;
+  /** the newest steps left unobserved by a scan (default 5) */
+  keepRecentSteps?: number;
+}
+
+export interface ObserverStatus {
+  sessionId: string;
+  /** the model, without its API key */
+  model: { kind: ObserverModel["kind"]; baseUrl?: string; model?: string };
+  tokenThreshold: number;
+  keepRecentSteps: number;
+  /** a scan (an observer call) is in flight */
+  scanning: boolean;
+  unobservedTokens: number;
+  scans: number;
+  observations: number;
+  lastError: { code: ErrorCode; message: string } | null;
+}
+
+export interface Observation {
+  seqId: number;
+  createdAtMs: number;
+  text: string;
+  priority: "high" | "medium" | "low";
+  /** inclusive step numbers, counted per session across reloads */
+  coversSteps: { from: number; to: number };
+}
+
+/** A step: text, a `{ role, content, tool_call_id?, name? }` message, or a list of them. */
+export type ObserverStep =
+  | string
+  | { role: "system" | "user" | "assistant" | "tool"; content?: unknown; tool_call_id?: string; name?: string }
+  | Array<string | { role: "system" | "user" | "assistant" | "tool"; content?: unknown; tool_call_id?: string; name?: string }>;
+
+export interface ObserverApi {
+  /** Configure (or reconfigure, keeping unobserved steps) a session's observer. */
+  configure(options: ObserverOptions): Promise<ObserverStatus>;
+  /** Record a step; past the threshold a scan starts in the worker's background. */
+  noteStep(sessionId: string, step: ObserverStep): Promise<ObserverStatus>;
+  /**
+   * Wait for the scan in flight. If a scan failed since the last flush, rejects once with
+   * its code ("llm_error" for the model); its steps stay unobserved for the next scan.
+   */
+  flush(sessionId: string): Promise<ObserverStatus>;
+  /** noteStep / flush / status reject with "not_found" before configure in this worker. */
+  status(sessionId: string): Promise<ObserverStatus>;
+  /** Oldest first; also the stored observations of a session not configured yet. */
+  list(sessionId: string): Promise<Observation[]>;
+  /** The observations as a prompt block ("" when there are none). */
+  prompt(sessionId: string): Promise<string>;
 }
 
 export declare function createAgentMemory(options?: CreateAgentMemoryOptions): AgentMemory;

@@ -16,6 +16,7 @@ export const ERROR_CODES = Object.freeze([
   "boot_failed", // the worker could not start Pyodide or install pymemory
   "not_ready", // a call reached the worker before it was initialised
   "unknown_method", // the worker does not know the method (version mismatch)
+  "llm_error", // a model call failed (HTTP error, network, malformed reply): observer.flush
   "internal", // a bug: please report it
 ]);
 
@@ -299,6 +300,55 @@ export function createAgentMemory(options = {}) {
       return call("importJsonl", { text, ...rest }, onProgress);
     },
     runKvConformance: () => call("runKvConformance", {}),
+
+    // --- agent primitives: same IndexedDB database, one instance per id in the worker ---
+
+    // Core memory blocks (Letta-style). open() returns the stored set when there is one.
+    blocks: {
+      open: (setId, blocks = [], opts) =>
+        call("blocks.open", { setId, blocks, ...asObject("options", opts) }),
+      get: (setId, label) => call("blocks.get", { setId, label }),
+      list: (setId) => call("blocks.list", { setId }),
+      render: (setId) => call("blocks.render", { setId }),
+      message: (setId) => call("blocks.message", { setId }),
+      setValue: (setId, label, value) => call("blocks.setValue", { setId, label, value }),
+    },
+    // Versioned JSON facts in the "episodic" | "semantic" | "procedural" namespaces.
+    structured: {
+      put: (namespace, key, value, opts) =>
+        call("structured.put", { namespace, key, value, ...asObject("options", opts) }),
+      get: (namespace, key) => call("structured.get", { namespace, key }),
+      list: (namespace, opts) => call("structured.list", { namespace, ...asObject("options", opts) }),
+      search: (namespace, query, opts) =>
+        call("structured.search", { namespace, query, ...asObject("options", opts) }),
+      delete: (namespace, key, opts) =>
+        call("structured.delete", { namespace, key, ...asObject("options", opts) }),
+      history: (namespace, key) => call("structured.history", { namespace, key }),
+      decay: (namespace = null) => call("structured.decay", { namespace }),
+    },
+    // Run one of the memory tools a model asked for; `args` may be the model's JSON text.
+    callTool: (name, args = {}, opts) =>
+      call("tools.call", { name, args, ...asObject("options", opts) }),
+    toolSchemas: (opts) => call("tools.schemas", asObject("options", opts)),
+    checkpoints: {
+      save: (runId, state, metadata) =>
+        call("checkpoints.save", metadata == null ? { runId, state } : { runId, state, metadata }),
+      latest: (runId) => call("checkpoints.latest", { runId }),
+      list: (runId) => call("checkpoints.list", { runId }),
+      load: (runId, seq) => call("checkpoints.load", { runId, seq }),
+      deleteRun: (runId) => call("checkpoints.deleteRun", { runId }),
+      runs: () => call("checkpoints.runs", {}),
+    },
+    // Observational memory: an observer model compresses noted steps in the worker.
+    observer: {
+      configure: (opts) => call("observer.configure", asObject("options", opts)),
+      noteStep: (sessionId, step) => call("observer.noteStep", { sessionId, step }),
+      flush: (sessionId) => call("observer.flush", { sessionId }),
+      status: (sessionId) => call("observer.status", { sessionId }),
+      list: (sessionId) => call("observer.list", { sessionId }),
+      prompt: (sessionId) => call("observer.prompt", { sessionId }),
+    },
+
     async close() {
       closed = true;
     },
