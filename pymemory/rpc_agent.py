@@ -40,8 +40,8 @@ Checkpoint[]; ``checkpoints.load {runId, seq}`` -> Checkpoint; ``checkpoints.del
 ``observer.configure {sessionId, model, tokenThreshold?, keepRecentSteps?}`` -> ObserverStatus
     ``model``: ``{kind: "openai", baseUrl, model, apiKey?, provider?, timeoutMs?}``,
     ``{kind: "anthropic", model, apiKey?, baseUrl?, timeoutMs?}`` or ``{kind: "rules",
-    maxChars?}``. Configuring a configured session changes its model and thresholds and
-    keeps its unobserved steps.
+    maxChars?}``. Configuring a configured session waits for its scan in flight, then
+    changes its model and thresholds; its unobserved steps are kept.
 ``observer.noteStep {sessionId, step}`` -> ObserverStatus (a step: text, a message or a
 list of messages; a scan may start in the background);
 ``observer.flush {sessionId}`` -> ObserverStatus
@@ -293,7 +293,7 @@ class _DbAgents:
         clock = getattr(memory, "_clock", None)  # the Memory's clock (injected in tests)
         timed = {"clock": clock} if callable(clock) else {}
         self.clock = clock if callable(clock) else None
-        self.lock = asyncio.Lock()  # serialises opening block sets and observers
+        self.lock = asyncio.Lock()  # serialises opening block sets
         self.blocksets: dict[str, MemoryBlockSet] = {}
         self.toolsets: dict[str | None, ToolSet] = {}
         self.observers: dict[str, _Observer] = {}
@@ -565,21 +565,19 @@ class AgentRpc:
             options["keep_recent_steps"] = _int("keepRecentSteps", p["keepRecentSteps"], 0)
         model, info = make_observer_model(p["model"])
         state = await self._db(db)
-        async with state.lock:
-            observer = state.observers.get(sid)
-            if observer is None:
-                timed = {"clock": state.clock} if state.clock else {}
-                obs = ObservationalMemory(model, sid, state.kv, **options, **timed)
-                observer = state.observers[sid] = _Observer(obs, model, info)
-            else:  # keep the session's unobserved steps; swap what was asked for
-                await observer.memory.flush()
-                old = observer.model
-                observer.memory.observer_model = model
-                observer.model, observer.info = model, info
-                for name, value in options.items():
-                    setattr(observer.memory, name, value)
-                if old is not model:
-                    await _close_model(old)
+        observer = state.observers.get(sid)
+        if observer is None:
+            timed = {"clock": state.clock} if state.clock else {}
+            obs = ObservationalMemory(model, sid, state.kv, **options, **timed)
+            observer = state.observers[sid] = _Observer(obs, model, info)
+        else:  # keep the session's unobserved steps; swap what was asked for
+            await observer.memory.flush()  # the scan in flight finishes on the old model
+            old = observer.model  # no scan runs now, and nothing awaits until the swap
+            observer.memory.observer_model = model
+            observer.model, observer.info = model, info
+            for name, value in options.items():
+                setattr(observer.memory, name, value)
+            await _close_model(old)
         return await self._status(sid, observer)
 
     async def _a_observer_noteStep(self, db: str, params: Any) -> dict[str, Any]:

@@ -526,6 +526,24 @@ async def test_observer_over_http(h, llm_server):
     assert observations[-1]["coversSteps"] == {"from": 2, "to": 3}
 
 
+async def test_observer_reconfigure_swaps_the_model(h, llm_server):
+    llm_server.reply_openai('{"priority": "low", "text": "Over HTTP."}')
+    model = {"kind": "openai", "baseUrl": llm_server.url, "model": "m"}
+    await h.ok("observer.configure", {"sessionId": "s1", "model": model, **EAGER})
+    await h.ok("observer.noteStep", {"sessionId": "s1", "step": "first"})
+    state = await agent_rpc(h.api)._db("db")
+    http_model = state.observers["s1"].model
+    # Reconfiguring while that scan is in flight lets it finish on the old model.
+    status = await h.ok("observer.configure", {"sessionId": "s1", "model": RULES})
+    assert status["model"] == {"kind": "rules"} and status["observations"] == 1
+    assert http_model._transport._client is None  # the old model was closed
+    await h.ok("observer.noteStep", {"sessionId": "s1", "step": "We decided to go by train."})
+    await h.ok("observer.flush", {"sessionId": "s1"})
+    texts = [o["text"] for o in await h.ok("observer.list", {"sessionId": "s1"})]
+    assert texts == ["Over HTTP.", "We decided to go by train."]
+    assert len(llm_server.requests) == 1
+
+
 async def test_observer_anthropic_model(h, llm_server):
     llm_server.reply_anthropic([{"type": "text", "text": '{"priority": "high", "text": "Hi."}'}])
     model = {"kind": "anthropic", "baseUrl": llm_server.url, "apiKey": "k", "model": "claude-x"}

@@ -485,7 +485,7 @@ export type ObserverStep =
   | Array<string | { role: "system" | "user" | "assistant" | "tool"; content?: unknown; tool_call_id?: string; name?: string }>;
 
 export interface ObserverApi {
-  /** Configure (or reconfigure, keeping unobserved steps) a session's observer. */
+  /** Configure a session's observer; reconfiguring waits for the scan in flight and keeps unobserved steps. */
   configure(options: ObserverOptions): Promise<ObserverStatus>;
   /** Record a step; past the threshold a scan starts in the worker's background. */
   noteStep(sessionId: string, step: ObserverStep): Promise<ObserverStatus>;

@@ -182,7 +182,10 @@ def test_agent_loop_survives_a_reload(context, base_url, model_server):
     assert second["resumedFromSeq"] == 2 and second["blocksCreated"] is False
     at_resume = second["atResume"]
     assert f"<value>\n{APPENDED}\n</value>" in at_resume["render"]
-    assert at_resume["notes"]["isError"] is False and "Day 1: Lyon old town" in at_resume["notes"]["content"]
+    assert (
+        at_resume["notes"]["isError"] is False
+        and "Day 1: Lyon old town" in at_resume["notes"]["content"]
+    )
     assert [o["coversSteps"] for o in at_resume["observations"]] == [
         {"from": 1, "to": 1},
         {"from": 2, "to": 2},
@@ -244,7 +247,9 @@ def test_agent_loop_survives_a_reload(context, base_url, model_server):
         assert body["messages"][0]["role"] == "system"
         assert body["messages"][0]["content"].startswith(OBSERVER_SYSTEM_START)
         assert body["temperature"] == 0 and "tools" not in body
-    assert "tool result (memory): File created successfully" in observer[1]["messages"][1]["content"]
+    assert (
+        "tool result (memory): File created successfully" in observer[1]["messages"][1]["content"]
+    )
     with model_server.lock:
         requests = list(model_server.requests)
     auth = {r["headers"].get("authorization") for r in requests if r["method"] == "POST"}

@@ -43,7 +43,12 @@ def test_boot_add_retrieve_feedback_clear(harness):
     assert second["memories"][0]["item"]["id"] == result["b"]["id"]
     assert second["memories"][0]["feedbackWeight"] == 5
     assert second["tokensUsed"] <= second["maxTokens"]
-    assert {c["status"] for c in second["trace"]} == {"included"}
+    statuses = {c["id"]: c["status"] for c in second["trace"]}
+    assert statuses == {
+        result["a"]["id"]: "included",
+        result["b"]["id"]: "included",
+        result["pref"]["id"]: "no_match",  # shares no term with "csv export"
+    }
     assert result["removed"] == 2
     assert [i["id"] for i in result["left"]] == [result["pref"]["id"]]
     assert result["stats"]["items"] == 1 and result["stats"]["byScope"] == {"user": 1}

@@ -1,0 +1,239 @@
+"""Evaluation suites shipped with pymemory: conversation turns plus questions with gold ids.
+
+A suite is one JSON Lines file in ``pymemory/evals/data``. Every line is an object with
+a ``kind``:
+
+``{"kind": "suite", "name": ..., "version": 1, "description": ..., "categories": [...]}``
+    The first line. ``categories`` lists the question categories in display order.
+
+``{"kind": "turn", "id": "s07.3", "session": "s07", "role": "user", "at": ISO, "text": ...}``
+    One conversation turn; each becomes one memory. ``at`` is an ISO 8601 date-time
+    with an offset (``2026-02-03T19:05:00Z``).
+
+``{"kind": "question", "id": "q12", "category": ..., "asked_at": ISO, "text": ...,
+"gold": [turn ids], "match": "paraphrase" | "exact" | "mixed", "depth": 0.5}``
+    One question, asked at ``asked_at`` (the retrieval clock). ``gold`` holds the turns
+    that carry the answer; all of them are needed (multi-session questions have several).
+    An empty ``gold`` marks a question with no answer in memory (abstention). ``match``
+    says how the question relates to its gold turns: ``exact`` shares a rare token
+    (a name, a number, a code) with them, ``paraphrase`` shares no content word that
+    points at them, ``mixed`` is in between. ``depth`` (long-context-recall only) is the
+    needle's position in the history, 0..1, by token count.
+
+The two suites:
+
+``multi-turn-memory``
+    One user's conversations with an assistant over eight weeks: 54 questions in six
+    categories of nine (information extraction, multi-session reasoning, temporal
+    reasoning, knowledge update, preferences, abstention), their evidence spread over
+    many sessions and buried in chit-chat, unrelated tasks and near-miss distractors.
+``long-context-recall``
+    One long working session of about 16K tokens (heuristic counter) with five needle
+    facts at each of 10%, 50% and 90% depth, each asked for in paraphrase.
+
+All text was written for pymemory; none is taken from LongMemEval, LoCoMo or other
+benchmarks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from ..errors import ValidationError
+
+__all__ = [
+    "ABSTENTION",
+    "SUITES",
+    "Question",
+    "Suite",
+    "Turn",
+    "load_suite",
+    "parse_suite",
+]
+
+#: Suite name -> data file (in ``pymemory/evals/data``).
+SUITES: dict[str, str] = {
+    "multi-turn-memory": "multi_turn_memory.jsonl",
+    "long-context-recall": "long_context_recall.jsonl",
+}
+
+#: The category whose questions have no answer in memory.
+ABSTENTION = "abstention"
+
+MATCH_KINDS = ("exact", "paraphrase", "mixed")
+
+
+@dataclass(frozen=True)
+class Turn:
+    id: str
+    session: str
+    role: str
+    timestamp: int  # epoch ms
+    text: str
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    category: str
+    text: str
+    asked_at: int  # epoch ms
+    gold: tuple[str, ...]
+    match: str = "mixed"
+    depth: float | None = None
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.gold)
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    description: str
+    categories: tuple[str, ...]
+    turns: tuple[Turn, ...]
+    questions: tuple[Question, ...]
+    version: int = 1
+    turn_index: dict[str, Turn] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.turn_index:
+            object.__setattr__(self, "turn_index", {t.id: t for t in self.turns})
+
+    def __repr__(self) -> str:
+        return (
+            f"Suite({self.name!r}, turns={len(self.turns)}, questions={len(self.questions)})"
+        )
+
+
+def _ms(value: object, where: str) -> int:
+    if not isinstance(value, str):
+        raise ValidationError(f"{where}: expected an ISO date-time string")
+    try:
+        when = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise ValidationError(f"{where}: bad ISO date-time {value!r}") from None
+    if when.tzinfo is None:
+        raise ValidationError(f"{where}: date-time {value!r} needs an offset (e.g. Z)")
+    return round(when.timestamp() * 1000)
+
+
+def _str(record: dict, key: str, where: str) -> str:
+    value = record.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"{where}: {key!r} must be a non-empty string")
+    return value
+
+
+def parse_suite(lines: Iterable[str], *, source: str = "<suite>") -> Suite:
+    """Parse and check a suite file; ValidationError names the line of any problem."""
+    header: dict | None = None
+    turns: list[Turn] = []
+    questions: list[Question] = []
+    seen: set[str] = set()
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{source}:{n}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"{where}: not JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise ValidationError(f"{where}: each line must be a JSON object")
+        kind = record.get("kind")
+        if header is None:
+            if kind != "suite":
+                raise ValidationError(f"{where}: the first line must have kind 'suite'")
+            cats = record.get("categories")
+            if not isinstance(cats, list) or not cats or not all(isinstance(c, str) for c in cats):
+                raise ValidationError(f"{where}: 'categories' must be a list of strings")
+            header = record
+            continue
+        if kind == "turn":
+            tid = _str(record, "id", where)
+            if tid in seen:
+                raise ValidationError(f"{where}: duplicate id {tid!r}")
+            seen.add(tid)
+            role = _str(record, "role", where)
+            if role not in ("user", "assistant"):
+                raise ValidationError(f"{where}: role must be 'user' or 'assistant'")
+            turns.append(
+                Turn(
+                    tid,
+                    _str(record, "session", where),
+                    role,
+                    _ms(record.get("at"), where),
+                    _str(record, "text", where),
+                )
+            )
+        elif kind == "question":
+            qid = _str(record, "id", where)
+            if qid in seen:
+                raise ValidationError(f"{where}: duplicate id {qid!r}")
+            seen.add(qid)
+            category = _str(record, "category", where)
+            if category not in header["categories"]:
+                raise ValidationError(f"{where}: unknown category {category!r}")
+            gold = record.get("gold")
+            if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
+                raise ValidationError(f"{where}: 'gold' must be a list of turn ids")
+            if (category == ABSTENTION) != (not gold):
+                raise ValidationError(
+                    f"{where}: abstention questions (and only they) have an empty gold list"
+                )
+            match = record.get("match", "mixed")
+            if match not in MATCH_KINDS:
+                raise ValidationError(f"{where}: match must be one of {', '.join(MATCH_KINDS)}")
+            depth = record.get("depth")
+            if depth is not None and (
+                isinstance(depth, bool) or not isinstance(depth, (int, float)) or not 0 <= depth <= 1
+            ):
+                raise ValidationError(f"{where}: depth must be a number in 0..1")
+            questions.append(
+                Question(
+                    qid,
+                    category,
+                    _str(record, "text", where),
+                    _ms(record.get("asked_at"), where),
+                    tuple(gold),
+                    match,
+                    None if depth is None else float(depth),
+                )
+            )
+        else:
+            raise ValidationError(f"{where}: unknown kind {kind!r}")
+    if header is None:
+        raise ValidationError(f"{source}: empty suite file")
+    turn_ids = {t.id for t in turns}
+    for q in questions:
+        missing = [g for g in q.gold if g not in turn_ids]
+        if missing:
+            raise ValidationError(f"{source}: question {q.id} cites unknown turns {missing}")
+    return Suite(
+        name=_str(header, "name", f"{source}:1"),
+        description=str(header.get("description", "")),
+        categories=tuple(header["categories"]),
+        turns=tuple(turns),
+        questions=tuple(questions),
+        version=int(header.get("version", 1)),
+    )
+
+
+def load_suite(name: str | Path) -> Suite:
+    """A shipped suite by name (see :data:`SUITES`), or a suite file by path."""
+    if isinstance(name, Path) or (isinstance(name, str) and name not in SUITES):
+        path = Path(name)
+        if not path.is_file():
+            raise ValidationError(
+                f"unknown suite {str(name)!r}; choose one of {', '.join(SUITES)} or give a file"
+            )
+        return parse_suite(path.read_text(encoding="utf-8").splitlines(), source=path.name)
+    data = resources.files(__package__) / "data" / SUITES[name]
+    return parse_suite(data.read_text(encoding="utf-8").splitlines(), source=SUITES[name])

@@ -1,0 +1,147 @@
+"""Reciprocal-rank fusion (RRF): merge rankings from different retrievers into one.
+
+Formula (Cormack, Clarke & Büttcher, SIGIR 2009, with optional per-ranking weights)::
+
+    rrf(d) = sum over rankings i that contain d of  w_i / (k + rank_i(d))
+
+``rank_i(d)`` is 1 for the first entry of ranking ``i``. ``k`` (default 60, the value of
+the paper) damps the head: with ``k = 60`` the first and the tenth entry weigh 1/61 and
+1/70, so an item ranked well by two retrievers beats one ranked first by a single one.
+Only ranks are used, never the retrievers' scores, so BM25 scores (unbounded) and
+cosine similarities (-1..1) need no calibration to be fused.
+
+Details that make the result well defined:
+
+* An id repeated inside one ranking counts once, at its best (first) rank.
+* A ranking of weight 0 contributes nothing, not even candidates.
+* Ties are broken deterministically: higher score first, then the better best rank
+  (the smallest ``rank_i(d)`` over all rankings), then the earlier ranking achieving that
+  best rank (so the ranking listed first wins), then the id (or slot) in ascending
+  order. The output never depends on dict or hash order.
+
+:func:`rrf` works on string ids; :func:`rrf_slots` is the vectorised equivalent on
+integer slot arrays (for the orchestrator, where candidates are catalog slots). Both
+give the same order and scores for the same input.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .errors import ValidationError
+
+__all__ = ["DEFAULT_K", "rrf", "rrf_slots"]
+
+DEFAULT_K = 60
+
+
+def _check_k(k: object) -> float:
+    if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k < 0:
+        raise ValidationError(f"rrf k must be a finite number >= 0, got {k!r}")
+    return float(k)
+
+
+def _check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
+    if weights is None:
+        return [1.0] * n
+    if isinstance(weights, (str, bytes)) or len(weights) != n:
+        raise ValidationError(f"rrf needs one weight per ranking ({n})")
+    out = []
+    for w in weights:
+        if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)):
+            raise ValidationError(f"rrf weights must be numbers, got {w!r}")
+        if not math.isfinite(w) or w < 0:
+            raise ValidationError(f"rrf weights must be finite and >= 0, got {w!r}")
+        out.append(float(w))
+    return out
+
+
+def rrf(
+    rankings: Sequence[Sequence[str]],
+    k: float = DEFAULT_K,
+    weights: Sequence[float] | None = None,
+    *,
+    limit: int | None = None,
+) -> list[tuple[str, float]]:
+    """Fuse ``rankings`` (each a best-first sequence of ids) into ``(id, score)`` pairs,
+    best first. ``limit`` keeps only the first ``limit`` pairs.
+
+    >>> rrf([["a", "b", "c"], ["b", "a", "d"]], k=1)
+    [('a', 0.8333333333333333), ('b', 0.8333333333333333), ('c', 0.25), ('d', 0.25)]
+    """
+    if isinstance(rankings, (str, bytes)):
+        raise ValidationError("rankings must be a sequence of rankings, not a str")
+    k = _check_k(k)
+    ws = _check_weights(weights, len(rankings))
+    score: dict[str, float] = {}
+    best: dict[str, tuple[int, int]] = {}  # id -> (best rank, index of that ranking)
+    for li, (ranking, w) in enumerate(zip(rankings, ws, strict=True)):
+        if isinstance(ranking, (str, bytes)):
+            raise ValidationError("each ranking must be a sequence of ids, not a str")
+        if w == 0.0:
+            continue
+        seen: set[str] = set()
+        for rank, id in enumerate(ranking, start=1):
+            if not isinstance(id, str):
+                raise ValidationError(f"ranked ids must be str, got {type(id).__name__}")
+            if id in seen:
+                continue
+            seen.add(id)
+            score[id] = score.get(id, 0.0) + w / (k + rank)
+            if id not in best or (rank, li) < best[id]:
+                best[id] = (rank, li)
+    order = sorted(score, key=lambda d: (-score[d], best[d], d))
+    if limit is not None:
+        order = order[: max(0, limit)]
+    return [(d, score[d]) for d in order]
+
+
+def rrf_slots(
+    rankings: Sequence[np.ndarray | Sequence[int]],
+    k: float = DEFAULT_K,
+    weights: Sequence[float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised RRF over integer slots: returns ``(slots, scores)`` (int64, float64),
+    best first, with the same scores and tie-breaking as :func:`rrf`."""
+    if isinstance(rankings, np.ndarray) and rankings.ndim != 2:
+        raise ValidationError("rankings must be a sequence of 1-d slot arrays")
+    k = _check_k(k)
+    ws = _check_weights(weights, len(rankings))
+    n_lists = len(rankings)
+    parts_slot, parts_contrib, parts_key = [], [], []
+    for li, (ranking, w) in enumerate(zip(rankings, ws, strict=True)):
+        arr = np.asarray(ranking)
+        if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+            raise ValidationError("each ranking must be a 1-d array of integer slots")
+        if w == 0.0 or arr.size == 0:
+            continue
+        arr = arr.astype(np.int64, copy=False)
+        uniq, first = np.unique(arr, return_index=True)  # first occurrence of each slot
+        rank = first.astype(np.int64) + 1
+        parts_slot.append(uniq)
+        parts_contrib.append(w / (k + rank.astype(np.float64)))
+        parts_key.append(rank * n_lists + li)  # orders like the tuple (rank, ranking)
+    if not parts_slot:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    slots = np.concatenate(parts_slot)
+    contrib = np.concatenate(parts_contrib)
+    key = np.concatenate(parts_key)
+    # Group by slot; the stable sort keeps the rankings' order inside a group, so every
+    # sum is formed in the same order as in rrf() (left to right over the rankings).
+    order = np.argsort(slots, kind="stable")
+    slots, contrib, key = slots[order], contrib[order], key[order]
+    starts = np.flatnonzero(np.concatenate(([True], slots[1:] != slots[:-1])))
+    uniq = slots[starts]
+    sums = np.empty(uniq.shape[0], dtype=np.float64)
+    ends = np.append(starts[1:], slots.shape[0])
+    # Sequential sums per group (groups hold at most one entry per ranking).
+    sums[:] = contrib[starts]
+    for offset in range(1, n_lists):
+        has = starts + offset < ends
+        sums[has] += contrib[starts[has] + offset]
+    best = np.minimum.reduceat(key, starts)
+    final = np.lexsort((uniq, best, -sums))
+    return uniq[final], sums[final]

