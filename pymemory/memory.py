@@ -164,6 +164,11 @@ class Memory:
         memory._maintenance = asyncio.ensure_future(memory._maintain())
         return memory
 
+    @property
+    def clock(self) -> Callable[[], int]:
+        """The clock (epoch ms) this memory uses, for primitives that share its notion of now."""
+        return self._clock
+
     async def _load(self) -> None:
         async for key, raw in iter_prefix(self.kv, schema.MEM):
             try:

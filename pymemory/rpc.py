@@ -173,6 +173,9 @@ class RpcApi:
         return memory
 
     async def close_all(self) -> None:
+        from .rpc_agent import close_agents
+
+        await close_agents(self)
         for db in list(self._memories):
             await self._m_close(db, {})
 

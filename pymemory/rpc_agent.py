@@ -290,9 +290,8 @@ class _DbAgents:
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
         self.kv = memory.kv
-        clock = getattr(memory, "_clock", None)  # the Memory's clock (injected in tests)
-        timed = {"clock": clock} if callable(clock) else {}
-        self.clock = clock if callable(clock) else None
+        self.clock = memory.clock  # share the Memory's notion of now (injected in tests)
+        timed = {"clock": self.clock}
         self.lock = asyncio.Lock()  # serialises opening block sets
         self.blocksets: dict[str, MemoryBlockSet] = {}
         self.toolsets: dict[str | None, ToolSet] = {}

@@ -1,0 +1,377 @@
+"""Run an evaluation suite against a retriever and measure it.
+
+    report = await run_suite("multi-turn-memory", "hybrid", HashingEmbedder())
+    report.overall.recall[5], report.overall.mrr, report.categories["temporal reasoning"]
+
+What happens:
+
+1. A fresh :class:`~pymemory.Memory` over a :class:`~pymemory.kv.MapKv`, with a clock the
+   harness controls, receives every turn of the suite through ``add_many`` with the
+   turn's timestamp (one memory per turn; ``metadata.turn`` keeps the suite's turn id).
+2. For ``dense`` and ``hybrid`` every turn's text is embedded into an
+   :class:`~pymemory.vectors.InMemoryVectorStore` under the memory's id.
+3. For each question the clock is set to the question's ``asked_at`` and the retriever's
+   ``search(question, k, now_ms)`` is timed.
+
+Metrics (``k`` = 10 by default; gold = the question's gold turns):
+
+* **Recall@n** (n = 1, 5, 10): the fraction of a question's gold turns found in the top
+  n, averaged over the answerable questions. With one gold turn this is the hit rate;
+  multi-session questions need all their turns for full credit.
+* **MRR**: the mean of 1 / (rank of the first gold turn in the top k), 0 when none is.
+* **Latency**: wall time of one ``search`` call (query embedding included), p50 and p95
+  in milliseconds.
+* **Abstention AUROC**: questions with no gold (the abstention category) cannot be
+  "recalled"; what retrieval can do is give them a low top score, so that a threshold
+  lets the agent say "I don't know". The AUROC is the probability that an answerable
+  question's top-1 score is higher than an unanswerable one's (ties count half): 1.0
+  means some threshold separates them perfectly, 0.5 means the top score says nothing.
+  It needs a retriever with ``search_scored``; a question with no result scores -inf.
+  Recall and MRR are computed over answerable questions only.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..embedding import Embedder, HashingEmbedder, check_embeddings
+from ..errors import ValidationError
+from ..fusion import DEFAULT_K
+from ..kv import MapKv
+from ..memory import Memory
+from ..strategies import Strategy
+from ..tokens import HeuristicTokenCounter
+from ..vectors import InMemoryVectorStore, VectorStore
+from .retrievers import Bm25Retriever, DenseRetriever, HybridRetriever, Retriever
+from .suites import ABSTENTION, Question, Suite, load_suite
+
+__all__ = [
+    "KS",
+    "RETRIEVERS",
+    "Metrics",
+    "QuestionResult",
+    "Report",
+    "auroc",
+    "report_rows",
+    "run_suite",
+]
+
+RETRIEVERS = ("bm25", "dense", "hybrid")
+KS = (1, 5, 10)
+EMBED_BATCH = 64
+
+RetrieverFactory = Callable[[Memory, VectorStore | None, Embedder | None], Retriever]
+
+
+class _Clock:
+    def __init__(self, now: int) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    id: str
+    category: str
+    match: str
+    gold: tuple[str, ...]
+    ranked: tuple[str, ...]  # turn ids, best first
+    scores: tuple[float, ...] | None
+    rank: int | None  # 1-based rank of the first gold turn in ``ranked``
+    recall: dict[int, float] | None  # n -> fraction of gold in the top n (None: abstention)
+    latency_ms: float
+
+    @property
+    def top_score(self) -> float:
+        if not self.scores:
+            return -math.inf
+        return self.scores[0]
+
+
+@dataclass(frozen=True)
+class Metrics:
+    n: int  # questions
+    answerable: int
+    recall: dict[int, float] | None  # None when no question is answerable
+    mrr: float | None
+    p50_ms: float
+    p95_ms: float
+    abstention_auroc: float | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    suite: str
+    retriever: str
+    embedder: str | None
+    k: int
+    turns: int
+    turn_tokens: int
+    index_ms: float  # loading the memories (and embedding them)
+    overall: Metrics
+    categories: dict[str, Metrics]
+    by_match: dict[str, Metrics]
+    results: tuple[QuestionResult, ...]
+
+    def to_dict(self, *, results: bool = False) -> dict[str, Any]:
+        out = asdict(self)
+        for group in ("categories", "by_match"):
+            out[group] = {name: asdict(m) for name, m in getattr(self, group).items()}
+        if results:
+            out["results"] = [asdict(r) for r in self.results]
+        else:
+            del out["results"]
+        return _json_safe(out)
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def auroc(positives: Sequence[float], negatives: Sequence[float]) -> float | None:
+    """P(a positive scores higher than a negative), ties counting half; None if a side
+    is empty. -inf is a valid (lowest) score."""
+    if not positives or not negatives:
+        return None
+    pos = np.asarray(positives, dtype=np.float64)[:, None]
+    neg = np.asarray(negatives, dtype=np.float64)[None, :]
+    wins = (pos > neg).sum() + 0.5 * (pos == neg).sum()
+    return float(wins / (pos.size * neg.size))
+
+
+def _metrics(results: Sequence[QuestionResult], *, with_auroc: bool) -> Metrics:
+    answerable = [r for r in results if r.recall is not None]
+    lat = np.array([r.latency_ms for r in results], dtype=np.float64)
+    recall = None
+    mrr = None
+    if answerable:
+        recall = {n: float(np.mean([r.recall[n] for r in answerable])) for n in KS}  # type: ignore[index]
+        mrr = float(np.mean([1.0 / r.rank if r.rank else 0.0 for r in answerable]))
+    auc = None
+    if with_auroc and all(r.scores is not None for r in results):
+        auc = auroc(
+            [r.top_score for r in answerable],
+            [r.top_score for r in results if r.recall is None],
+        )
+    return Metrics(
+        n=len(results),
+        answerable=len(answerable),
+        recall=recall,
+        mrr=mrr,
+        p50_ms=float(np.percentile(lat, 50)) if lat.size else 0.0,
+        p95_ms=float(np.percentile(lat, 95)) if lat.size else 0.0,
+        abstention_auroc=auc,
+    )
+
+
+def _score(question: Question, ranked: list[str], k: int) -> tuple[int | None, dict | None]:
+    if not question.gold:
+        return None, None
+    gold = set(question.gold)
+    rank = next((i for i, t in enumerate(ranked[:k], start=1) if t in gold), None)
+    recall = {n: len(gold.intersection(ranked[:n])) / len(gold) for n in KS}
+    return rank, recall
+
+
+async def build_memory(suite: Suite, clock: Callable[[], int]) -> tuple[Memory, dict[str, str]]:
+    """A fresh Memory holding the suite's turns; returns it and memory id -> turn id."""
+    memory = await Memory.open(MapKv(), clock=clock)
+    try:
+        items = await memory.add_many(
+            {
+                "text": t.text,
+                "timestamp": t.timestamp,
+                "metadata": {"source": "eval", "turn": t.id, "session": t.session, "role": t.role},
+            }
+            for t in suite.turns
+        )
+    except BaseException:
+        await memory.close()
+        raise
+    return memory, {item.id: turn.id for item, turn in zip(items, suite.turns, strict=True)}
+
+
+async def build_store(
+    memory: Memory, embedder: Embedder, *, dtype: str = "float16"
+) -> InMemoryVectorStore:
+    """Every memory's raw text embedded into a vector store under the memory's id."""
+    items = await memory.list()
+    store = InMemoryVectorStore(embedder.dim, dtype)  # type: ignore[arg-type]
+    for start in range(0, len(items), EMBED_BATCH):
+        chunk = items[start : start + EMBED_BATCH]
+        vectors = check_embeddings(
+            await embedder.embed([i.text for i in chunk]), len(chunk), embedder.dim
+        )
+        await store.upsert([i.id for i in chunk], vectors)
+    return store
+
+
+def make_retriever(
+    name: str,
+    memory: Memory,
+    store: VectorStore | None,
+    embedder: Embedder | None,
+    *,
+    strategy: Strategy | Mapping[str, Any] | None = None,
+    rrf_k: float = DEFAULT_K,
+    weights: tuple[float, float] = (1.0, 1.0),
+) -> Retriever:
+    if name == "bm25":
+        return Bm25Retriever(memory, strategy)
+    assert store is not None and embedder is not None
+    if name == "dense":
+        return DenseRetriever(store, embedder)
+    if name == "hybrid":
+        return HybridRetriever(
+            memory, store, embedder, rrf_k=rrf_k, weights=weights, strategy=strategy
+        )
+    raise ValidationError(f"retriever must be one of {', '.join(RETRIEVERS)}, got {name!r}")
+
+
+async def run_suite(
+    suite: Suite | str,
+    retriever: str | RetrieverFactory = "hybrid",
+    embedder: Embedder | None = None,
+    *,
+    k: int = 10,
+    strategy: Strategy | Mapping[str, Any] | None = None,
+    rrf_k: float = DEFAULT_K,
+    weights: tuple[float, float] = (1.0, 1.0),
+    dtype: str = "float16",
+) -> Report:
+    """Load ``suite`` into a fresh Memory, ask every question, and measure.
+
+    ``retriever`` is ``"bm25"``, ``"dense"``, ``"hybrid"``, or a factory
+    ``(memory, store, embedder) -> Retriever`` (to evaluate a new ranking). ``embedder``
+    (default: a :class:`HashingEmbedder`) is used by dense and hybrid retrieval and by
+    factories; ``strategy``, ``rrf_k``, ``weights`` and ``dtype`` configure the built-in
+    retrievers and the vector store.
+    """
+    if isinstance(suite, str):
+        suite = load_suite(suite)
+    if isinstance(k, bool) or not isinstance(k, int) or k < max(KS):
+        raise ValidationError(f"k must be an int >= {max(KS)}")
+    if isinstance(retriever, str) and retriever not in RETRIEVERS:
+        raise ValidationError(f"retriever must be one of {', '.join(RETRIEVERS)}")
+    needs_vectors = retriever != "bm25"
+    if needs_vectors and embedder is None:
+        embedder = HashingEmbedder()
+    clock = _Clock(max((t.timestamp for t in suite.turns), default=0))
+    started = time.perf_counter()
+    memory, turn_of = await build_memory(suite, clock)
+    try:
+        store = await build_store(memory, embedder, dtype=dtype) if needs_vectors else None  # type: ignore[arg-type]
+        index_ms = (time.perf_counter() - started) * 1000
+        if isinstance(retriever, str):
+            r = make_retriever(
+                retriever, memory, store, embedder, strategy=strategy, rrf_k=rrf_k, weights=weights
+            )
+        else:
+            r = retriever(memory, store, embedder)
+        scored = hasattr(r, "search_scored")
+        results = []
+        for q in suite.questions:
+            clock.now = q.asked_at
+            t0 = time.perf_counter()
+            if scored:
+                hits = await r.search_scored(q.text, k, q.asked_at)  # type: ignore[attr-defined]
+            else:
+                hits = [(id, math.nan) for id in await r.search(q.text, k, q.asked_at)]
+            latency = (time.perf_counter() - t0) * 1000
+            ranked = [turn_of.get(id, id) for id, _ in hits[:k]]
+            rank, recall = _score(q, ranked, k)
+            results.append(
+                QuestionResult(
+                    id=q.id,
+                    category=q.category,
+                    match=q.match,
+                    gold=q.gold,
+                    ranked=tuple(ranked),
+                    scores=tuple(float(s) for _, s in hits[:k]) if scored else None,
+                    rank=rank,
+                    recall=recall,
+                    latency_ms=latency,
+                )
+            )
+    finally:
+        await memory.close()
+    counter = HeuristicTokenCounter()
+    has_abstention = any(not q.gold for q in suite.questions)
+    categories = {
+        c: _metrics([r for r in results if r.category == c], with_auroc=False)
+        for c in suite.categories
+    }
+    if ABSTENTION in categories and has_abstention:
+        # The abstention AUROC compares every answerable question with the unanswerable.
+        categories[ABSTENTION] = _metrics(
+            [r for r in results if r.category == ABSTENTION], with_auroc=False
+        )
+    overall = _metrics(results, with_auroc=has_abstention)
+    if ABSTENTION in categories:
+        c = categories[ABSTENTION]
+        categories[ABSTENTION] = Metrics(
+            c.n, c.answerable, c.recall, c.mrr, c.p50_ms, c.p95_ms, overall.abstention_auroc
+        )
+    matches = sorted({r.match for r in results if r.recall is not None})
+    by_match = {
+        m: _metrics([r for r in results if r.match == m and r.recall is not None], with_auroc=False)
+        for m in matches
+    }
+    return Report(
+        suite=suite.name,
+        retriever=retriever if isinstance(retriever, str) else getattr(r, "name", "custom"),
+        embedder=embedder.name if (needs_vectors and embedder is not None) else None,
+        k=k,
+        turns=len(suite.turns),
+        turn_tokens=sum(counter.count(t.text) for t in suite.turns),
+        index_ms=index_ms,
+        overall=overall,
+        categories=categories,
+        by_match=by_match,
+        results=tuple(results),
+    )
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+REPORT_HEADERS = ("retriever", "group", "n", "R@1", "R@5", "R@10", "MRR", "p50 ms", "p95 ms", "AUROC")
+
+
+def report_rows(report: Report) -> list[list[str]]:
+    """Table rows (see :data:`REPORT_HEADERS`): each category, each match kind, overall."""
+
+    def row(group: str, m: Metrics) -> list[str]:
+        r = m.recall or {}
+        return [
+            report.retriever,
+            group,
+            str(m.n),
+            _fmt(r.get(1)),
+            _fmt(r.get(5)),
+            _fmt(r.get(10)),
+            _fmt(m.mrr),
+            _fmt(m.p50_ms, 2),
+            _fmt(m.p95_ms, 2),
+            _fmt(m.abstention_auroc),
+        ]
+
+    rows = [row(name, m) for name, m in report.categories.items()]
+    rows += [row(f"match: {name}", m) for name, m in report.by_match.items()]
+    rows.append(row("overall", report.overall))
+    return rows
