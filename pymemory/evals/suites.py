@@ -11,10 +11,12 @@ a ``kind``:
     with an offset (``2026-02-03T19:05:00Z``).
 
 ``{"kind": "question", "id": "q12", "category": ..., "asked_at": ISO, "text": ...,
-"gold": [turn ids], "match": "paraphrase" | "exact" | "mixed", "depth": 0.5}``
-    One question, asked at ``asked_at`` (the retrieval clock). ``gold`` holds the turns
-    that carry the answer; all of them are needed (multi-session questions have several).
-    An empty ``gold`` marks a question with no answer in memory (abstention). ``match``
+"gold": [evidence, ...], "match": "paraphrase" | "exact" | "mixed", "depth": 0.5}``
+    One question, asked at ``asked_at`` (the retrieval clock). ``gold`` lists the pieces
+    of evidence the answer needs, all of them (multi-session questions have several).
+    A piece is a turn id, or a list of turn ids any one of which carries it (when two
+    turns state the same fact). An empty ``gold`` marks a question with no answer in
+    memory (abstention); the harness scores those separately. ``match``
     says how the question relates to its gold turns: ``exact`` shares a rare token
     (a name, a number, a code) with them, ``paraphrase`` shares no content word that
     points at them, ``mixed`` is in between. ``depth`` (long-context-recall only) is the
@@ -83,13 +85,18 @@ class Question:
     category: str
     text: str
     asked_at: int  # epoch ms
-    gold: tuple[str, ...]
+    gold: tuple[tuple[str, ...], ...]  # evidence pieces, each satisfied by any of its turns
     match: str = "mixed"
     depth: float | None = None
 
     @property
     def answerable(self) -> bool:
         return bool(self.gold)
+
+    @property
+    def gold_ids(self) -> tuple[str, ...]:
+        """Every turn id cited as evidence."""
+        return tuple(t for piece in self.gold for t in piece)
 
 
 @dataclass(frozen=True)
@@ -107,9 +114,7 @@ class Suite:
             object.__setattr__(self, "turn_index", {t.id: t for t in self.turns})
 
     def __repr__(self) -> str:
-        return (
-            f"Suite({self.name!r}, turns={len(self.turns)}, questions={len(self.questions)})"
-        )
+        return f"Suite({self.name!r}, turns={len(self.turns)}, questions={len(self.questions)})"
 
 
 def _ms(value: object, where: str) -> int:
@@ -129,6 +134,23 @@ def _str(record: dict, key: str, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"{where}: {key!r} must be a non-empty string")
     return value
+
+
+def _gold(value: object, where: str) -> tuple[tuple[str, ...], ...]:
+    error = f"{where}: 'gold' must be a list of turn ids or of non-empty lists of turn ids"
+    if not isinstance(value, list):
+        raise ValidationError(error)
+    out = []
+    for piece in value:
+        alternatives = [piece] if isinstance(piece, str) else piece
+        if (
+            not isinstance(alternatives, list)
+            or not alternatives
+            or not all(isinstance(t, str) for t in alternatives)
+        ):
+            raise ValidationError(error)
+        out.append(tuple(alternatives))
+    return tuple(out)
 
 
 def parse_suite(lines: Iterable[str], *, source: str = "<suite>") -> Suite:
@@ -181,9 +203,7 @@ def parse_suite(lines: Iterable[str], *, source: str = "<suite>") -> Suite:
             category = _str(record, "category", where)
             if category not in header["categories"]:
                 raise ValidationError(f"{where}: unknown category {category!r}")
-            gold = record.get("gold")
-            if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
-                raise ValidationError(f"{where}: 'gold' must be a list of turn ids")
+            gold = _gold(record.get("gold"), where)
             if (category == ABSTENTION) != (not gold):
                 raise ValidationError(
                     f"{where}: abstention questions (and only they) have an empty gold list"
@@ -192,9 +212,8 @@ def parse_suite(lines: Iterable[str], *, source: str = "<suite>") -> Suite:
             if match not in MATCH_KINDS:
                 raise ValidationError(f"{where}: match must be one of {', '.join(MATCH_KINDS)}")
             depth = record.get("depth")
-            if depth is not None and (
-                isinstance(depth, bool) or not isinstance(depth, (int, float)) or not 0 <= depth <= 1
-            ):
+            number = isinstance(depth, (int, float)) and not isinstance(depth, bool)
+            if depth is not None and not (number and 0 <= depth <= 1):
                 raise ValidationError(f"{where}: depth must be a number in 0..1")
             questions.append(
                 Question(
@@ -202,7 +221,7 @@ def parse_suite(lines: Iterable[str], *, source: str = "<suite>") -> Suite:
                     category,
                     _str(record, "text", where),
                     _ms(record.get("asked_at"), where),
-                    tuple(gold),
+                    gold,
                     match,
                     None if depth is None else float(depth),
                 )
@@ -213,7 +232,7 @@ def parse_suite(lines: Iterable[str], *, source: str = "<suite>") -> Suite:
         raise ValidationError(f"{source}: empty suite file")
     turn_ids = {t.id for t in turns}
     for q in questions:
-        missing = [g for g in q.gold if g not in turn_ids]
+        missing = [g for g in q.gold_ids if g not in turn_ids]
         if missing:
             raise ValidationError(f"{source}: question {q.id} cites unknown turns {missing}")
     return Suite(
