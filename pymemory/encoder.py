@@ -992,3 +992,14 @@ __all__ = [
     "Encoder",
     "RuleEncoder",
 ]
+
+
+class Refiner(Protocol):
+    """Encoder stage 2: a slower, better summary, computed in the background after
+    ``add()`` returns. ``Memory`` replaces the stage-1 content only with what this returns."""
+
+    method: str
+
+    async def refine(self, text: str, summary: str, *, type: str = "message") -> str | None:
+        """A better summary of ``text`` than stage 1's ``summary``, or None to keep it."""
+        ...

@@ -16,7 +16,7 @@ from . import schema
 from .analyzer import analyze
 from .bm25 import Bm25Index
 from .catalog import Catalog
-from .encoder import Encoder, RuleEncoder
+from .encoder import Encoder, Refiner, RuleEncoder
 from .errors import (
     ConflictError,
     ImportFormatError,
@@ -84,8 +84,13 @@ class Memory:
         feedback_flush_s: float,
         sweep_interval_s: float,
         auto_archive_days: float | None,
+        refiner: Refiner | None = None,
     ) -> None:
         self.kv = kv
+        self.refiner = refiner
+        self._refine_queue: asyncio.Queue[str] = asyncio.Queue()
+        self._refining: tuple[str, asyncio.Task[str | None]] | None = None
+        self._refiner_task: asyncio.Task[None] | None = None
         self._owns_kv = owns_kv
         self.encoder = encoder
         self.token_counter = token_counter
@@ -115,13 +120,15 @@ class Memory:
         feedback_flush_s: float = 3.0,
         sweep_interval_s: float = 60.0,
         auto_archive_days: float | None = None,
+        refiner: Refiner | None = None,
     ) -> Memory:
         """Open a memory over ``store``: a KvBackend, a SQLite file path, or None (in memory).
 
         ``auto_archive_days`` moves memories older than that many days to the archive in
         the background (at open and then hourly). Off by default so that nothing leaves
         retrieval unless asked. A path opens a SqliteKv that ``close()`` also closes;
-        a KvBackend passed in stays open.
+        a KvBackend passed in stays open. ``refiner`` is Encoder stage 2 (e.g. the local
+        model): it rewrites new items' content in the background, one at a time.
         """
         for name, value in (
             ("feedback_flush_s", feedback_flush_s),
@@ -154,6 +161,7 @@ class Memory:
                 feedback_flush_s=float(feedback_flush_s),
                 sweep_interval_s=float(sweep_interval_s),
                 auto_archive_days=auto_archive_days,
+                refiner=refiner,
             )
             memory.schema_migrated_from = await schema.ensure_schema(kv)
             await memory._load()
@@ -162,6 +170,8 @@ class Memory:
                 await kv.close()
             raise
         memory._maintenance = asyncio.ensure_future(memory._maintain())
+        if refiner is not None:
+            memory._refiner_task = asyncio.ensure_future(memory._refine_loop())
         return memory
 
     @property
@@ -184,10 +194,11 @@ class Memory:
         """Stop background work, persist pending feedback, close an owned store."""
         if self._closed:
             return
-        if self._maintenance is not None:
-            self._maintenance.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._maintenance
+        for task in (self._maintenance, self._refiner_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         try:
             await self.flush()
         finally:
@@ -297,6 +308,7 @@ class Memory:
             self._check_open()
             await self.kv.put_many([(schema.mem_key(item.id), item.to_json().encode())])
             self._catalog.put(item)
+        self._queue_refine(item)
         return item
 
     async def add_many(self, entries: Iterable[Mapping[str, Any]]) -> list[MemoryItem]:
@@ -338,6 +350,8 @@ class Memory:
             await self.kv.put_many([(schema.mem_key(it.id), it.to_json().encode()) for it in items])
             for it in items:
                 self._catalog.put(it)
+        for it in items:
+            self._queue_refine(it)
         return items
 
     async def update(
@@ -393,6 +407,7 @@ class Memory:
             await self.kv.delete_many([schema.mem_key(id)])
             self._catalog.remove(id)
             self._dirty_feedback.discard(id)
+            self._cancel_refine(id)
 
     async def feedback(
         self, id: str, kind: Literal["liked", "disliked", "important"], *, durable: bool = False
@@ -435,6 +450,7 @@ class Memory:
             for i in chunk:
                 self._catalog.remove(i)
                 self._dirty_feedback.discard(i)
+                self._cancel_refine(i)
         return len(ids)
 
     async def clear(
@@ -505,6 +521,61 @@ class Memory:
                     self._dirty_feedback.discard(i.id)
                 self._archived_count += len(chunk)
             return len(old)
+
+    # --- encoder stage 2 (background) ------------------------------------------------
+
+    def _queue_refine(self, item: MemoryItem) -> None:
+        if self.refiner is not None and item.content_method != "given":
+            self._refine_queue.put_nowait(item.id)
+
+    def _cancel_refine(self, item_id: str) -> None:
+        if self._refining is not None and self._refining[0] == item_id:
+            self._refining[1].cancel()
+
+    async def refine_idle(self) -> None:
+        """Wait until the refiner has worked through everything queued so far."""
+        await self._refine_queue.join()
+
+    async def _refine_loop(self) -> None:
+        assert self.refiner is not None
+        while True:
+            item_id = await self._refine_queue.get()
+            try:
+                await self._refine_one(item_id)
+            except Exception:
+                log.exception("background refinement of %s failed; keeping stage 1", item_id)
+            finally:
+                self._refining = None
+                self._refine_queue.task_done()
+
+    async def _refine_one(self, item_id: str) -> None:
+        assert self.refiner is not None
+        item = self._catalog.get(item_id)
+        if item is None or item.content_method in ("given", self.refiner.method):
+            return  # deleted, archived, written by the user, or already refined
+        job = asyncio.ensure_future(self.refiner.refine(item.text, item.content, type=item.type))
+        self._refining = (item_id, job)
+        try:
+            content = await job
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # close(): stop the loop
+            return  # the item was deleted while the model worked
+        if not content:
+            return
+        async with self._lock:
+            current = self._catalog.get(item_id)
+            # Only replace what stage 1 wrote: a user edit in the meantime wins.
+            if current is None or current.content != item.content or current.text != item.text:
+                return
+            try:
+                refined = replace(current, content=content, content_method=self.refiner.method)
+            except ValidationError as exc:
+                log.warning("refiner output for %s rejected: %s", item_id, exc)
+                return
+            await self.kv.put_many([(schema.mem_key(item_id), refined.to_json().encode())])
+            self._catalog.put(refined)
 
     # --- reading ----------------------------------------------------------------------
 

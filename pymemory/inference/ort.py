@@ -33,6 +33,13 @@ def _import_ort() -> Any:
     return onnxruntime
 
 
+def _check_threads(label: str, value: int | None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{label} must be None or an int >= 0 (0: onnxruntime's default)")
+
+
 class OrtSession:
     """One onnxruntime ``InferenceSession`` behind the async ``InferenceSession`` protocol."""
 
@@ -80,11 +87,8 @@ class OrtRuntime:
         inter_op_threads: int = 1,
         graph_optimization: str = "all",
     ) -> None:
-        for label, value in (("intra_op_threads", intra_op_threads), ("inter_op_threads",
-                                                                      inter_op_threads)):  # fmt: skip
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 0):  # fmt: skip
-                raise ValueError(f"{label} must be an int >= 0 (0: onnxruntime's default)")
+        _check_threads("intra_op_threads", intra_op_threads)
+        _check_threads("inter_op_threads", inter_op_threads)
         self._ort = _import_ort()
         levels = {
             "disable": self._ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -97,7 +101,8 @@ class OrtRuntime:
         self.intra_op_threads = intra_op_threads
         self.inter_op_threads = inter_op_threads
         self._level = levels[graph_optimization]
-        self._sessions: dict[str, asyncio.Future[OrtSession]] = {}
+        self._sessions: dict[str, OrtSession] = {}
+        self._pending: dict[str, asyncio.Future[OrtSession]] = {}
         self.version: str = self._ort.__version__
 
     def __repr__(self) -> str:
@@ -125,17 +130,23 @@ class OrtRuntime:
         """The session of ``model`` (a file path), created on first use and then reused;
         concurrent first calls share one creation."""
         key = str(Path(model).expanduser().resolve())
-        future = self._sessions.get(key)
-        if future is None:
-            future = asyncio.ensure_future(asyncio.to_thread(self.load_sync, key))
-            self._sessions[key] = future
-            try:
-                return await asyncio.shield(future)
-            except BaseException:
-                if future.done() and (future.cancelled() or future.exception() is not None):
-                    self._sessions.pop(key, None)
-                raise
-        return await asyncio.shield(future)
+        session = self._sessions.get(key)
+        if session is not None:
+            return session
+        loop = asyncio.get_running_loop()
+        pending = self._pending.get(key)
+        if pending is None or pending.get_loop() is not loop:
+            pending = loop.create_task(asyncio.to_thread(self.load_sync, key))
+            self._pending[key] = pending
+
+            def forget(done: asyncio.Future[OrtSession], key: str = key) -> None:
+                if self._pending.get(key) is done:
+                    del self._pending[key]
+
+            pending.add_done_callback(forget)
+        session = await asyncio.shield(pending)
+        self._sessions[key] = session
+        return session
 
     async def read_bytes(self, location: str | os.PathLike[str]) -> bytes:
         """The bytes of a model asset (tokenizer.json, config.json) next to the model."""
@@ -144,3 +155,4 @@ class OrtRuntime:
     def close(self) -> None:
         """Forget the cached sessions (they are freed once no caller holds them)."""
         self._sessions.clear()
+        self._pending.clear()

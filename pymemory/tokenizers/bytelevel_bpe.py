@@ -35,9 +35,9 @@ def unicode_to_bytes() -> dict[str, int]:
 
 
 @functools.cache
-def gpt2_split_regex() -> re.Pattern[str]:
+def gpt2_split_regex(ascii_only: bool = False) -> re.Pattern[str]:
     """The GPT-2 pre-tokenization regex, with Unicode classes spelled out for ``re``."""
-    return re.compile(translate_regex(GPT2_PATTERN))
+    return re.compile(translate_regex(GPT2_PATTERN, ascii_only))
 
 
 class ByteLevelPreTokenizer:
@@ -48,13 +48,17 @@ class ByteLevelPreTokenizer:
         self.add_prefix_space = add_prefix_space
         self.use_regex = use_regex
         self._regex = gpt2_split_regex()
+        self._ascii_regex = gpt2_split_regex(ascii_only=True)
         # byte value (as a Latin-1 code point) -> its stand-in, for str.translate
         self._table = dict(enumerate(bytes_to_unicode()))
 
     def split(self, text: str) -> list[str]:
         if self.add_prefix_space and not text.startswith(" "):
             text = " " + text
-        pieces = self._regex.findall(text) if self.use_regex else [text]
+        if not self.use_regex:
+            pieces = [text]
+        else:
+            pieces = (self._ascii_regex if text.isascii() else self._regex).findall(text)
         return [self.to_bytelevel(p) for p in pieces]
 
     def to_bytelevel(self, piece: str) -> str:

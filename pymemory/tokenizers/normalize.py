@@ -136,22 +136,41 @@ def char_class(ranges: Sequence[tuple[int, int]]) -> str:
 
 
 @functools.cache
-def uclass(name: str) -> str:
+def uclass(name: str, ascii_only: bool = False) -> str:
     """The body of a character class for ``\\s`` (Unicode White_Space) or a general
-    category such as ``L`` or ``Lu``, as the Rust regex engines see them."""
+    category such as ``L`` or ``Lu``, as the Rust regex engines see them; with
+    ``ascii_only``, its ASCII part (possibly empty)."""
     if name == "s":
-        return char_class(WHITE_SPACE)
-    if not re.fullmatch(r"[A-Z][a-z]?", name):
+        ranges = WHITE_SPACE
+    elif re.fullmatch(r"[A-Z][a-z]?", name):
+        ranges = category_ranges([name])
+    else:
         raise ValueError(f"unknown Unicode class {name!r}")
-    return char_class(category_ranges([name]))
+    if ascii_only:
+        ranges = subtract(ranges, [(0x80, 0x10FFFF)])
+    return char_class(ranges)
 
 
 _CLASS_ESCAPE = re.compile(r"\\(?:p\{(\w+)\}|p([A-Z])|P\{(\w+)\}|P([A-Z])|([sS])|(.))", re.S)
 
 
-def translate_regex(pattern: str) -> str:
+def translate_regex(pattern: str, ascii_only: bool = False) -> str:
     """A Rust/Oniguruma regex with ``\\p{..}``, ``\\P{..}``, ``\\s`` and ``\\S`` rewritten
-    for Python's ``re`` (whose ``\\s`` is not Unicode White_Space and which has no ``\\p``)."""
+    for Python's ``re`` (whose ``\\s`` is not Unicode White_Space and which has no ``\\p``).
+
+    With ``ascii_only`` the classes keep only their ASCII part: a much faster regex that
+    splits ASCII text exactly as the full one does.
+    """
+
+    def cls(name: str) -> str:
+        return uclass(name, ascii_only)
+
+    def positive(body: str) -> str:
+        return f"[{body}]" if body else "(?!)"
+
+    def negative(body: str) -> str:
+        return f"[^{body}]" if body else "(?s:.)"
+
     out: list[str] = []
     in_class = False
     i = 0
@@ -162,18 +181,18 @@ def translate_regex(pattern: str) -> str:
             assert m is not None
             pos, pos1, neg, neg1, space, _ = m.groups()
             if pos or pos1:
-                body = uclass(pos or pos1)
-                out.append(body if in_class else f"[{body}]")
+                body = cls(pos or pos1)
+                out.append(body if in_class else positive(body))
             elif neg or neg1:
                 if in_class:
                     raise ValueError(f"\\P inside a character class is not supported: {pattern!r}")
-                out.append(f"[^{uclass(neg or neg1)}]")
+                out.append(negative(cls(neg or neg1)))
             elif space == "s":
-                out.append(uclass("s") if in_class else f"[{uclass('s')}]")
+                out.append(cls("s") if in_class else positive(cls("s")))
             elif space == "S":
                 if in_class:
                     raise ValueError(f"\\S inside a character class is not supported: {pattern!r}")
-                out.append(f"[^{uclass('s')}]")
+                out.append(negative(cls("s")))
             else:
                 out.append(m.group())
             i = m.end()
@@ -272,9 +291,11 @@ class BertPreTokenizer:
     def __init__(self) -> None:
         punct = char_class(bert_punctuation())
         self._words = re.compile(f"[{punct}]|[^{uclass('s')}{punct}]+")
+        ascii_punct = char_class(subtract(bert_punctuation(), [(0x80, 0x10FFFF)]))
+        self._ascii_words = re.compile(f"[{ascii_punct}]|[^{uclass('s', True)}{ascii_punct}]+")
 
     def split(self, text: str) -> list[str]:
-        return self._words.findall(text)
+        return (self._ascii_words if text.isascii() else self._words).findall(text)
 
 
 class DigitsPreTokenizer:
@@ -282,8 +303,9 @@ class DigitsPreTokenizer:
     with ``individual_digits``, else in runs."""
 
     def __init__(self, individual_digits: bool = False) -> None:
-        n = uclass("N")
-        self._re = re.compile(f"[{n}]{'' if individual_digits else '+'}|[^{n}]+")
+        pattern = r"\p{N}" + ("" if individual_digits else "+") + r"|\P{N}+"
+        self._re = re.compile(translate_regex(pattern))
+        self._ascii_re = re.compile(translate_regex(pattern, ascii_only=True))
 
     def split(self, text: str) -> list[str]:
-        return self._re.findall(text)
+        return (self._ascii_re if text.isascii() else self._re).findall(text)

@@ -47,6 +47,7 @@ class RankBPE:
     def __init__(self, ranks: Mapping[bytes, int], pat_str: str = O200K_PAT_STR) -> None:
         self.ranks = dict(ranks)
         self._regex = re.compile(translate_regex(pat_str))
+        self._ascii_regex = re.compile(translate_regex(pat_str, ascii_only=True))
         self._decoder: dict[int, bytes] | None = None
         self._cache: dict[str, tuple[int, ...]] = {}
 
@@ -65,11 +66,12 @@ class RankBPE:
         return b"".join(self._decoder[i] for i in ids).decode("utf-8", "replace")
 
     def _pieces(self, text: str) -> list[str]:
-        if not text.isascii():
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:  # lone surrogates: replaced, as tiktoken does
-                text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        if text.isascii():
+            return self._ascii_regex.findall(text)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: replaced, as tiktoken does
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         return self._regex.findall(text)
 
     def _encode_piece(self, piece: str) -> tuple[int, ...]:
