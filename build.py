@@ -22,7 +22,7 @@ import time
 import venv
 from pathlib import Path
 
-from tools import assets, models
+from tools import assets, models, tokenizer_assets
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -49,7 +49,8 @@ def setup(skip_models: bool = False) -> None:
     step("browser assets (pinned, sha256-checked, cached in .cache/)")
     try:
         assets.fetch_all(str(PY))
-    except assets.AssetError as exc:
+        tokenizer_assets.fetch_o200k_ranks()  # o200k_base ranks for exact token budgets
+    except (assets.AssetError, tokenizer_assets.TokenizerAssetError) as exc:
         sys.exit(f"error: {exc}")
     if skip_models:
         step("skipping the local models (--skip-models): the model stage stays off")

@@ -24,7 +24,7 @@ from .strategies import (
     time_decay,
     time_window,
 )
-from .tokens import HeuristicTokenCounter, TokenCounter
+from .tokens import HeuristicTokenCounter, TiktokenCounter, TokenCounter, default_token_counter
 
 __version__ = "0.1.0"
 
@@ -50,11 +50,13 @@ __all__ = [
     "ScoredMemory",
     "StoreClosedError",
     "StrategyError",
+    "TiktokenCounter",
     "TokenCounter",
     "ValidationError",
     "by_scope",
     "by_tag",
     "by_type",
+    "default_token_counter",
     "compose",
     "feedback_weight",
     "time_decay",

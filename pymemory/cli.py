@@ -3,6 +3,7 @@
     pymemory add "The user prefers dark mode in every editor" --type user_preference
     pymemory search "editor theme" --trace
     pymemory --json list --scope user
+    pymemory eval multi-turn-memory --retriever all --embedder minilm
 
 ``--db`` and ``--json`` go before or after the command. A library error prints
 ``error [<code>]: <message>`` on stderr and exits 1; a usage error exits 2.
@@ -34,6 +35,7 @@ APP = "pymemory"
 CONTENT_WIDTH = 60  # characters of content shown in a table row
 
 Handler = Callable[[Memory, argparse.Namespace], Awaitable[None]]
+EVAL_RETRIEVERS = ("bm25", "dense", "hybrid")
 
 
 def default_db_path(platform: str | None = None) -> Path:
@@ -423,6 +425,36 @@ async def cmd_stats(memory: Memory, a: argparse.Namespace) -> None:
     )
 
 
+async def cmd_eval(memory: Memory | None, a: argparse.Namespace) -> None:
+    """Run a shipped evaluation suite (no store is opened: each run uses a fresh memory)."""
+    from .embedding import load_embedder
+    from .evals.harness import REPORT_HEADERS, report_rows, run_suite
+    from .evals.suites import load_suite
+
+    suite = load_suite(a.suite)
+    names = EVAL_RETRIEVERS if a.retriever == "all" else (a.retriever,)
+    embedder = None
+    if any(name != "bm25" for name in names):
+        embedder = await load_embedder(a.embedder)
+    reports = [await run_suite(suite, name, embedder) for name in names]
+    if a.json:
+        emit({"suite": suite.name, "reports": [r.to_dict() for r in reports]})
+        return
+    first = reports[0]
+    print(
+        f"{suite.name}: {plural(first.turns, 'turn', 'turns')} "
+        f"({first.turn_tokens:,} tokens), {plural(len(suite.questions), 'question', 'questions')}"
+        f" · top {first.k} · embedder {embedder.name if embedder else '-'}"
+    )
+    for report in reports:
+        print()
+        table(REPORT_HEADERS, report_rows(report), right=range(2, len(REPORT_HEADERS)))
+    print(
+        "\nR@n: share of each question's evidence in the top n · MRR: first gold turn · "
+        "AUROC: top score separates answerable from abstention questions"
+    )
+
+
 # --- parser -----------------------------------------------------------------------------
 
 
@@ -510,6 +542,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--on-conflict", choices=("error", "skip", "replace"), default="error")
 
     command("stats", cmd_stats, "counts and store details")
+
+    p = command("eval", cmd_eval, "measure retrieval on a shipped evaluation suite")
+    p.set_defaults(needs_db=False)
+    p.add_argument(
+        "suite", metavar="SUITE",
+        help="multi-turn-memory, long-context-recall, or a suite file (JSON Lines)",
+    )  # fmt: skip
+    p.add_argument(
+        "--retriever", choices=(*EVAL_RETRIEVERS, "all"), default="all", help="default: all"
+    )
+    p.add_argument(
+        "--embedder", default="hashing", metavar="NAME",
+        help="for dense and hybrid: hashing (a lexical baseline) or minilm; default: hashing",
+    )  # fmt: skip
     return parser
 
 
@@ -537,6 +583,9 @@ def read_input(a: argparse.Namespace) -> None:
 
 
 async def run(a: argparse.Namespace) -> None:
+    if not getattr(a, "needs_db", True):
+        await a.handler(None, a)
+        return
     async with await Memory.open(a.db) as memory:
         await a.handler(memory, a)
 

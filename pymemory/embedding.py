@@ -193,7 +193,7 @@ class HashingEmbedder:
 #: called with the keyword options and may be sync or async; it returns an Embedder.
 EMBEDDERS: dict[str, tuple[str, str]] = {
     "hashing": ("pymemory.embedding", "HashingEmbedder"),
-    "minilm": ("pymemory.minilm", "load_embedder"),
+    "minilm": ("pymemory.models", "load_minilm"),
 }
 
 
@@ -201,7 +201,7 @@ async def load_embedder(name: str, **options: Any) -> Embedder:
     """The embedder called ``name`` (``"hashing"`` or ``"minilm"``), ready to use.
 
     Models are imported lazily: asking for ``"hashing"`` never touches onnxruntime.
-    ``"minilm"`` is all-MiniLM-L6-v2 (int8 ONNX), provided by ``pymemory.minilm``; if
+    ``"minilm"`` is all-MiniLM-L6-v2 (int8 ONNX) from ``pymemory.models.load_minilm``; if
     that module, its runtime or its model files are missing, this raises
     :class:`EmbedderUnavailableError` saying what to do instead of an ImportError or
     a FileNotFoundError from deep inside.

@@ -40,7 +40,7 @@ from .item import (
 from .kv import KvBackend, MapKv, iter_prefix
 from .orchestrator import Retrieval, retrieve
 from .strategies import Strategy, coerce, compile_strategy
-from .tokens import HeuristicTokenCounter, TokenCounter
+from .tokens import TokenCounter, default_token_counter
 
 log = logging.getLogger("pymemory")
 
@@ -156,7 +156,7 @@ class Memory:
                 kv,
                 owns_kv=owns,
                 encoder=encoder or RuleEncoder(),
-                token_counter=token_counter or HeuristicTokenCounter(),
+                token_counter=token_counter or default_token_counter(),
                 clock=clock,
                 feedback_flush_s=float(feedback_flush_s),
                 sweep_interval_s=float(sweep_interval_s),

@@ -8,8 +8,10 @@ untouched. Nothing here imports a browser module, so it is tested in CPython.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -127,10 +129,15 @@ def _py(params: dict[str, Any]) -> dict[str, Any]:
 class RpcApi:
     """Memories by database name, opened on first use, behind one ``call`` entry point."""
 
+    #: Makes the embedder of the ``embed`` diagnostic on first use (None: MiniLM on
+    #: onnxruntime, CPython; the browser sets one over onnxruntime-web).
+    embedder_factory: Callable[[], Awaitable[Any]] | None = None
+
     def __init__(self, kv_factory: KvFactory, **memory_options: Any) -> None:
         self._kv_factory = kv_factory
         self._memory_options = memory_options
         self._memories: dict[str, Memory] = {}
+        self._embedder: Any = None
 
     async def call(
         self, db: str, method: str, params_json: str = "{}", progress: Progress | None = None
@@ -297,6 +304,67 @@ class RpcApi:
             "skipped": result.skipped,
             "archived": result.archived,
         }
+
+    async def embedder(self) -> Any:
+        """The local embedding model, made on first use by ``embedder_factory``."""
+        if self._embedder is None:
+            factory = self.embedder_factory
+            if factory is None:
+                from .models import load_minilm
+
+                factory = load_minilm
+            made = await factory()
+            if self._embedder is None:  # two first calls may race: keep the first one
+                self._embedder = made
+        return self._embedder
+
+    async def _m_embed(self, db: str, params: Any) -> dict[str, Any]:
+        """Diagnostics: embed ``texts`` (or token ``inputIds``) with the local model.
+        ``raw``: also return the model's ``last_hidden_state`` for the padded batch
+        (base64 of little-endian float32, with its shape). ``db`` is not used."""
+        p = _params(params, {"texts", "inputIds", "raw"})
+        if ("texts" in p) == ("inputIds" in p):
+            raise ValidationError("give either texts (strings) or inputIds (lists of ints)")
+        embedder = await self.embedder()
+        if not hasattr(embedder, "embed_ids"):  # not a tokenizer + model embedder
+            texts = p.get("texts")
+            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+                raise ValidationError(f"{embedder.name} takes texts: a list of strings")
+            vectors = await embedder.embed(texts)
+            return {"model": embedder.name, "dim": embedder.dim, "vectors": vectors.tolist()}
+        t0 = time.perf_counter()
+        if "texts" in p:
+            texts = p["texts"]
+            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+                raise ValidationError("texts must be a list of strings")
+            ids = embedder.tokenize(texts)
+        else:
+            ids = p["inputIds"]
+            if not isinstance(ids, list) or not all(
+                isinstance(row, list) and row and all(type(i) is int for i in row) for row in ids
+            ):
+                raise ValidationError("inputIds must be a list of non-empty lists of ints")
+        vectors = await embedder.embed_ids(ids)
+        ms = (time.perf_counter() - t0) * 1000
+        session = await embedder.load()
+        result: dict[str, Any] = {
+            "model": embedder.name,
+            "dim": embedder.dim,
+            "runtime": embedder.runtime.name,
+            "loadMs": embedder.load_ms,
+            "session": getattr(session, "info", None),
+            "ms": ms,
+            "inputIds": ids,
+            "vectors": vectors.tolist(),
+        }
+        if p.get("raw") and ids:
+            hidden = await embedder.forward(embedder.batch_inputs(ids))
+            result["lastHiddenState"] = {
+                "shape": list(hidden.shape),
+                "dtype": "float32",
+                "base64": base64.b64encode(hidden.astype("<f4").tobytes()).decode("ascii"),
+            }
+        return result
 
     async def _m_runKvConformance(self, db: str, params: Any) -> list[dict[str, Any]]:
         """Diagnostics: the core's KV conformance suite on this runtime's backend, each

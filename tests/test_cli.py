@@ -347,7 +347,7 @@ def test_search_ranks_with_scores_and_filters(cli: Cli, tmp_path: Path) -> None:
     assert code == 0
     lines = out.splitlines()
     m = memories[0]
-    assert lines[0] == f"1 memory · {m['tokens']}/1500 tokens (heuristic) · max 1 item · " + (
+    assert lines[0] == f"1 memory · {m['tokens']}/1500 tokens (o200k_base) · max 1 item · " + (
         "ranked by bm25"
     )
     assert lines[2].startswith(f"1. {pref['id']}  user_preference  global  ")

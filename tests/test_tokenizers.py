@@ -10,6 +10,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+import tokenizers as rust  # the reference (the `models` extra)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizer_corpus import corpus
@@ -17,8 +18,6 @@ from tokenizer_corpus import corpus
 from pymemory.tokenizers import UnsupportedTokenizerError, load_tokenizer
 from pymemory.tokenizers.bytelevel_bpe import _merge_short, merge_symbols
 from pymemory.tokenizers.normalize import BertNormalizer, BertPreTokenizer, translate_regex
-
-rust = pytest.importorskip("tokenizers", reason="the Rust tokenizers package is the reference")
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -37,7 +36,6 @@ def smollm2_path() -> Path:
     out = tokenizer_assets.TOKENIZERS / "smollm2" / "tokenizer.json"
     if out.is_file() and tokenizer_assets.sha256(out) == tokenizer_assets.SMOLLM2_TOKENIZER_SHA256:
         return out
-    pytest.importorskip("gguf", reason="exporting SmolLM2's tokenizer.json needs `gguf`")
     gguf = tokenizer_assets.fetch_smollm2_gguf()
     return tokenizer_assets.export_smollm2_tokenizer(gguf, out.parent, sys.executable)
 
@@ -89,7 +87,7 @@ def test_build_smollm2_tokenizer_matches_rust_on_corpus():
     """The tokenizer.json that transformers' GGUF loader writes (byte fallback, no Digits)
     loads too and gives Rust's ids."""
     if not BUILD_SMOLLM2.is_file():
-        pytest.skip("no .cache/models/smollm2/tokenizer.json (built by tools/models.py)")
+        pytest.fail("no .cache/models/smollm2/tokenizer.json: run python3 build.py setup")
     ours, ref = _pair(BUILD_SMOLLM2)
     _assert_same_ids(ours, ref, corpus(), add_special_tokens=False)
 

@@ -5,6 +5,7 @@
 
 import * as Comlink from "../vendor/comlink/comlink.mjs";
 import * as idb from "./idb-kv.mjs";
+import * as ort from "./ort-bridge.mjs";
 
 const base = new URL("../", import.meta.url);
 let api = null; // the Python RpcApi
@@ -38,7 +39,9 @@ async function boot(options) {
   const kwargs = { durability: options.durability ?? "strict" };
   if (options.feedbackFlushMs != null) kwargs.feedback_flush_s = options.feedbackFlushMs / 1000;
   if (options.autoArchiveDays != null) kwargs.auto_archive_days = options.autoArchiveDays;
-  api = browser.create_api.callKwargs(idb, kwargs);
+  // onnxruntime-web loads lazily, on the first model use; one WASM thread unless asked.
+  ort.configure({ numThreads: options.ortThreads ?? 1 });
+  api = browser.create_api.callKwargs({ ...idb, ort }, kwargs);
   report("ready", 1, { ready: true, bootMs: performance.now() - t0 });
 }
 

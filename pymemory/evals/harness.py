@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -316,20 +316,15 @@ async def run_suite(
         await memory.close()
     counter = HeuristicTokenCounter()
     has_abstention = any(not q.gold for q in suite.questions)
+    overall = _metrics(results, with_auroc=has_abstention)
     categories = {
         c: _metrics([r for r in results if r.category == c], with_auroc=False)
         for c in suite.categories
     }
-    if ABSTENTION in categories and has_abstention:
-        # The abstention AUROC compares every answerable question with the unanswerable.
-        categories[ABSTENTION] = _metrics(
-            [r for r in results if r.category == ABSTENTION], with_auroc=False
-        )
-    overall = _metrics(results, with_auroc=has_abstention)
-    if ABSTENTION in categories:
-        c = categories[ABSTENTION]
-        categories[ABSTENTION] = Metrics(
-            c.n, c.answerable, c.recall, c.mrr, c.p50_ms, c.p95_ms, overall.abstention_auroc
+    if has_abstention and ABSTENTION in categories:
+        # One AUROC: every answerable question against the unanswerable ones.
+        categories[ABSTENTION] = replace(
+            categories[ABSTENTION], abstention_auroc=overall.abstention_auroc
         )
     matches = sorted({r.match for r in results if r.recall is not None})
     by_match = {

@@ -1,6 +1,11 @@
 """Pure-Python tokenizers (stdlib only) that give the same ids as the Rust ``tokenizers``
 package for the tokenizer.json files this project ships (WordPiece for the embedder,
-byte-level BPE for the summarizer), and a rank-based BPE for tiktoken's o200k_base."""
+byte-level BPE for the summarizer), and a rank-based BPE for tiktoken's o200k_base.
+
+Character classes come from the running Python's ``unicodedata`` (Unicode 14 in CPython
+3.11, 15 in Pyodide 0.27); a character assigned after that version may split differently
+from the Rust libraries, whose tables are newer.
+"""
 
 from .json_tokenizer import (
     AddedToken,

@@ -81,7 +81,7 @@ class Tokenizer:
         self.normalize = _normalizer(spec.get("normalizer"))
         self.pre_tokenizer = _pre_tokenizer(spec.get("pre_tokenizer"))
         self.model = _model(spec.get("model") or {})
-        self._post = _post_processor(spec.get("post_processor"), self)
+        self._post = _post_processor(spec.get("post_processor"))
         self._decoder = _decoder(spec.get("decoder"))
         self._added_by_content = {t.content: t for t in self.added_tokens}
         self._added_by_id = {t.id: t for t in self.added_tokens}
@@ -141,15 +141,19 @@ class Tokenizer:
         return ids
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        """Ids as the Rust ``Tokenizer.encode(text).ids``: special tokens added by the
+        post-processor, then truncation and padding when they are switched on."""
         return self.encode_full(text, add_special_tokens).ids
 
     def encode_full(self, text: str, add_special_tokens: bool = True) -> Encoding:
+        """Like :meth:`encode`, with type ids and attention mask."""
         enc = self._encode_unpadded(text, add_special_tokens)
         if self.padding is not None:
             self._pad(enc, self.padding.length or len(enc.ids))
         return enc
 
     def encode_batch(self, texts: Iterable[str], add_special_tokens: bool = True) -> list[Encoding]:
+        """Encodings of ``texts``; with padding and no fixed length, padded to the longest."""
         encs = [self._encode_unpadded(t, add_special_tokens) for t in texts]
         if self.padding is not None and encs:
             target = self.padding.length or max(len(e.ids) for e in encs)
@@ -405,7 +409,7 @@ class _TemplateProcessor(_PostProcessor):
         return out, types
 
 
-def _post_processor(spec: Mapping[str, Any] | None, tok: Tokenizer) -> _PostProcessor:
+def _post_processor(spec: Mapping[str, Any] | None) -> _PostProcessor:
     if spec is None:
         return _PostProcessor([], [])
     kind = spec.get("type")
@@ -426,7 +430,7 @@ def _post_processor(spec: Mapping[str, Any] | None, tok: Tokenizer) -> _PostProc
                 raise _unsupported("template item", item)
         return _TemplateProcessor(items)
     if kind == "Sequence":
-        parts = [_post_processor(p, tok) for p in spec.get("processors", [])]
+        parts = [_post_processor(p) for p in spec.get("processors", [])]
         active = [p for p in parts if p.added]
         if len(active) > 1:
             raise _unsupported("post-processor sequence", spec)

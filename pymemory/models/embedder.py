@@ -1,0 +1,280 @@
+"""all-MiniLM-L6-v2 (int8 ONNX) as an :class:`~pymemory.embedding.Embedder`.
+
+Three separate, testable steps (as in transformers.js), the same in CPython and Pyodide:
+
+1. tokenise with the pure-Python tokenizer (``pymemory.tokenizers``): ``[CLS] ... [SEP]``,
+   truncated to ``max_length`` (256, the model's limit) keeping the final ``[SEP]``, no
+   padding;
+2. run the model through an :class:`~pymemory.inference.InferenceRuntime` (onnxruntime in
+   CPython, onnxruntime-web in the browser) on batches padded to the batch's longest
+   sequence, with the attention mask marking the real tokens;
+3. mean-pool ``last_hidden_state`` over the mask and L2-normalise, in numpy.
+
+    embedder = await load_minilm()                      # CPython: .cache/models/minilm
+    vectors = await embedder.embed(["How do I reset my password?"])   # (1, 384) float32
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin
+
+import numpy as np
+
+from ..embedding import EmbedderUnavailableError
+from ..errors import ValidationError
+from ..inference.runtime import InferenceRuntime, InferenceSession
+
+__all__ = ["MINILM_DEFAULTS", "MiniLmEmbedder", "find_model_dir", "load_minilm"]
+
+#: What ``config.json`` of the MiniLM build says; used where a key is missing.
+MINILM_DEFAULTS: dict[str, Any] = {
+    "model": "all-MiniLM-L6-v2",
+    "file": "model.onnx",
+    "tokenizer": "tokenizer.json",
+    "quantization": "int8",
+    "dims": 384,
+    "max_length": 256,
+    "pad_token_id": 0,
+    "output": "last_hidden_state",
+}
+
+
+def _join(location: str, name: str) -> str:
+    """``name`` inside ``location``: a folder path, or a URL (``http://.../minilm/``)."""
+    if "://" in location:
+        return urljoin(location if location.endswith("/") else location + "/", name)
+    return os.path.join(location, name)
+
+
+def _ids_of(encoded: Any) -> list[int]:
+    """Accept ``list[int]`` (pymemory.tokenizers) or an ``Encoding`` with ``.ids`` (Rust)."""
+    ids = getattr(encoded, "ids", encoded)
+    return [int(i) for i in ids]
+
+
+class MiniLmEmbedder:
+    """Sentence embeddings from all-MiniLM-L6-v2: mean pooling over the mask, L2-normalised.
+
+    ``runtime`` loads the model (``model_dir_or_url`` + ``config["file"]``) on the first
+    :meth:`embed` (or an explicit :meth:`load`); the session is reused afterwards.
+    ``tokenizer`` needs ``encode(text) -> list[int]`` adding ``[CLS]``/``[SEP]``; its own
+    padding, if any, is switched off. Texts are embedded in batches of ``batch_size``,
+    shortest first (less padding; the vectors do not depend on the batching).
+    """
+
+    def __init__(
+        self,
+        runtime: InferenceRuntime,
+        model_dir_or_url: str | os.PathLike[str],
+        tokenizer: Any,
+        *,
+        config: Mapping[str, Any] | None = None,
+        max_length: int | None = None,
+        batch_size: int = 32,
+    ) -> None:
+        cfg = {**MINILM_DEFAULTS, **(config or {})}
+        model_max = int(cfg["max_length"])
+        if max_length is None:
+            max_length = model_max
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
+            raise ValidationError("max_length must be an int >= 2")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValidationError("batch_size must be an int >= 1")
+        self.runtime = runtime
+        self.location = os.fspath(model_dir_or_url)
+        self.tokenizer = tokenizer
+        if getattr(tokenizer, "padding", None) is not None and hasattr(tokenizer, "no_padding"):
+            tokenizer.no_padding()
+        self.config = cfg
+        self.dim = int(cfg["dims"])
+        self.max_length = min(max_length, model_max)
+        self.batch_size = batch_size
+        self.pad_id = int(cfg["pad_token_id"])
+        outputs = cfg.get("outputs")
+        self.output_name = str(outputs[0]["name"] if outputs else cfg["output"])
+        self.model_url = _join(self.location, str(cfg["file"]))
+        self.name = f"{cfg['model']}-{cfg['quantization']}-mean-l2-{self.max_length}"
+        self.load_ms: float | None = None
+        self._session: InferenceSession | None = None
+        self._lock: asyncio.Lock | None = None
+
+    def __repr__(self) -> str:
+        return f"MiniLmEmbedder({self.name}, {self.runtime.name}, {self.model_url!r})"
+
+    # -- step 1: tokens ---------------------------------------------------------------------
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids per text: ``[CLS] ... [SEP]``, at most ``max_length`` (the last token,
+        ``[SEP]``, is kept when truncating, as the Rust tokenizers do)."""
+        if isinstance(texts, str):
+            raise ValidationError("embed() takes a sequence of texts, not a str")
+        out: list[list[int]] = []
+        for text in texts:
+            if not isinstance(text, str):
+                raise ValidationError(f"texts must be str, got {type(text).__name__}")
+            ids = _ids_of(self.tokenizer.encode(text))
+            if len(ids) > self.max_length:
+                ids = [*ids[: self.max_length - 1], ids[-1]]
+            out.append(ids)
+        return out
+
+    def batch_inputs(self, ids: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
+        """``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64, ``(n, longest)``),
+        right-padded with the pad id."""
+        if not ids:
+            raise ValidationError("an empty batch")
+        longest = max(len(row) for row in ids)
+        input_ids = np.full((len(ids), longest), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(ids), longest), dtype=np.int64)
+        for i, row in enumerate(ids):
+            input_ids[i, : len(row)] = row
+            mask[i, : len(row)] = 1
+        return {
+            "input_ids": input_ids,
+            "attention_mask": mask,
+            "token_type_ids": np.zeros_like(input_ids),
+        }
+
+    # -- step 2: the model ------------------------------------------------------------------
+
+    async def load(self) -> InferenceSession:
+        """Load the model session once (timed in ``load_ms``)."""
+        if self._session is not None:
+            return self._session
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._session is None:
+                t0 = time.perf_counter()
+                session = await self.runtime.load(self.model_url)
+                missing = {"input_ids", "attention_mask"} - set(session.input_names)
+                if missing or self.output_name not in session.output_names:
+                    raise EmbedderUnavailableError(
+                        f"{self.model_url} is not a BERT-style encoder: inputs "
+                        f"{session.input_names}, outputs {session.output_names}"
+                    )
+                self.load_ms = (time.perf_counter() - t0) * 1000
+                self._session = session
+        return self._session
+
+    async def forward(self, feeds: Mapping[str, np.ndarray]) -> np.ndarray:
+        """``last_hidden_state`` (float32, ``(n, seq, dim)``) for a batch of inputs."""
+        session = await self.load()
+        wanted = {k: v for k, v in feeds.items() if k in session.input_names}
+        out = await session.run(wanted, [self.output_name])
+        hidden = np.asarray(out[self.output_name], dtype=np.float32)
+        n, seq = feeds["input_ids"].shape
+        if hidden.shape != (n, seq, self.dim):
+            want = (n, seq, self.dim)
+            raise ValidationError(f"{self.output_name} has shape {hidden.shape}, not {want}")
+        return hidden
+
+    # -- step 3: pooling --------------------------------------------------------------------
+
+    @staticmethod
+    def pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Mean over the tokens where ``mask`` is 1, then L2-normalised rows (float32)."""
+        weights = mask.astype(np.float64)[..., None]
+        summed = (hidden.astype(np.float64) * weights).sum(axis=1)
+        mean = summed / np.maximum(weights.sum(axis=1), 1.0)
+        norms = np.linalg.norm(mean, axis=1, keepdims=True)
+        return (mean / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    # -- the Embedder protocol --------------------------------------------------------------
+
+    async def embed_ids(self, ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """Vectors for already tokenised texts (rows of :meth:`tokenize`)."""
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            feeds = self.batch_inputs([ids[i] for i in rows])
+            hidden = await self.forward(feeds)
+            out[rows] = self.pool(hidden, feeds["attention_mask"])
+        return out
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """A float32 ``(len(texts), dim)`` array of unit rows."""
+        return await self.embed_ids(self.tokenize(texts))
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+def find_model_dir(name: str = "minilm") -> Path | None:
+    """``<models>/<name>`` with a model.onnx in it: ``$PYMEMORY_MODELS``, then
+    ``.cache/models`` in the current folder or one above it, then beside this checkout."""
+    roots: list[Path] = []
+    env = os.environ.get("PYMEMORY_MODELS")
+    if env:
+        roots.append(Path(env).expanduser())
+    here = Path.cwd().resolve()
+    roots += [p / ".cache" / "models" for p in (here, *here.parents)]
+    roots.append(Path(__file__).resolve().parents[2] / ".cache" / "models")
+    for root in roots:
+        folder = root / name
+        if (folder / "model.onnx").is_file():
+            return folder
+    return None
+
+
+async def _read(runtime: Any, location: str) -> bytes:
+    reader = getattr(runtime, "read_bytes", None)
+    if reader is not None:
+        return bytes(await reader(location))
+    return await asyncio.to_thread(Path(location).read_bytes)
+
+
+async def load_minilm(
+    runtime: InferenceRuntime | None = None,
+    model_dir: str | os.PathLike[str] | None = None,
+    *,
+    max_length: int | None = None,
+    batch_size: int = 32,
+    intra_op_threads: int | None = None,
+    preload: bool = True,
+) -> MiniLmEmbedder:
+    """A ready :class:`MiniLmEmbedder`.
+
+    In CPython the defaults do: ``runtime`` is a new ``OrtRuntime(intra_op_threads=...)``
+    and ``model_dir`` is found by :func:`find_model_dir`. In the browser pass the
+    ``OrtWebRuntime`` and the model folder's URL. ``config.json`` and ``tokenizer.json``
+    are read through the runtime (``runtime.read_bytes``, when it has one) and the model
+    session is created now unless ``preload`` is false.
+    """
+    if runtime is None:
+        from ..inference.ort import OrtRuntime
+
+        runtime = OrtRuntime(intra_op_threads=intra_op_threads)
+    if model_dir is None:
+        found = find_model_dir("minilm")
+        if found is None:
+            raise EmbedderUnavailableError(
+                "the MiniLM model is not built: no .cache/models/minilm/model.onnx found (run "
+                "python3 build.py setup, or set PYMEMORY_MODELS to the models folder)"
+            )
+        model_dir = found
+    location = os.fspath(model_dir)
+    from ..tokenizers import load_tokenizer
+
+    config = json.loads(await _read(runtime, _join(location, "config.json")))
+    tokenizer_file = config.get("tokenizer", "tokenizer.json")
+    tokenizer = load_tokenizer(json.loads(await _read(runtime, _join(location, tokenizer_file))))
+    embedder = MiniLmEmbedder(
+        runtime,
+        location,
+        tokenizer,
+        config=config,
+        max_length=max_length,
+        batch_size=batch_size,
+    )
+    if preload:
+        await embedder.load()
+    return embedder

@@ -1,0 +1,256 @@
+// The onnxruntime-web side of pymemory's inference runtime (Python: pymemory/browser.py
+// OrtWebRuntime). Python hands tensors over as { type, dims, bytes: Uint8Array } and gets
+// { type, dims, data: TypedArray } back, so each tensor crosses the boundary as one copy.
+//
+// Model files (model.onnx, tokenizer.json, config.json) are read through the Cache Storage
+// API ("pymemory-models-v1"): the first visit downloads them, later visits read them from
+// the cache without touching the network. Bytes are checked against the models manifest
+// (/models/build.json: { <model>: { outputs: { <file>: { sha256, size } } } }) when it can
+// be fetched; a cached copy that does not match is dropped and downloaded again, a download
+// that does not match is an error. Offline (no manifest) the cached copy is checked against
+// the sha256 recorded when it was stored.
+
+const VENDOR = new URL("../vendor/onnxruntime-web/", import.meta.url).href;
+export const CACHE_NAME = "pymemory-models-v1";
+
+const config = {
+  numThreads: 1,
+  modelsUrl: new URL("../models/", import.meta.url).href,
+  manifestUrl: new URL("../models/build.json", import.meta.url).href,
+};
+let ortPromise = null;
+let manifestPromise = null;
+const sessions = new Map(); // url -> Promise<handle>
+const assets = new Map(); // url -> Promise<{ bytes, source, ... }> while in flight
+const loads = []; // one record per asset read, for diagnostics
+
+// Settings; call before the first load (threads are fixed once the WASM has started).
+// numThreads > 1 is honoured only where the page is cross-origin isolated (COOP + COEP).
+export function configure(options = {}) {
+  if (options.numThreads != null) config.numThreads = Math.max(1, Number(options.numThreads) | 0);
+  if (options.modelsUrl) config.modelsUrl = new URL(options.modelsUrl, import.meta.url).href;
+  if (options.manifestUrl) config.manifestUrl = new URL(options.manifestUrl, import.meta.url).href;
+  if (options.manifestUrl !== undefined || options.modelsUrl) manifestPromise = null;
+  return settings();
+}
+
+export function modelsUrl() {
+  return config.modelsUrl;
+}
+
+function threads() {
+  const isolated = globalThis.crossOriginIsolated === true;
+  const cores = globalThis.navigator?.hardwareConcurrency ?? 1;
+  return isolated && config.numThreads > 1 ? Math.min(config.numThreads, cores) : 1;
+}
+
+export function settings() {
+  return {
+    ...config,
+    threads: threads(),
+    crossOriginIsolated: globalThis.crossOriginIsolated === true,
+    cacheName: CACHE_NAME,
+  };
+}
+
+async function getOrt() {
+  ortPromise ??= (async () => {
+    const ort = await import(new URL("ort.wasm.min.mjs", VENDOR).href);
+    ort.env.wasm.wasmPaths = VENDOR;
+    ort.env.wasm.numThreads = threads();
+    ort.env.wasm.proxy = false; // we already are in a worker
+    ort.env.logLevel = "error";
+    return ort;
+  })().catch((err) => {
+    ortPromise = null;
+    throw err;
+  });
+  return ortPromise;
+}
+
+// --- model files through Cache Storage ------------------------------------------------
+
+async function sha256hex(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function getManifest() {
+  manifestPromise ??= fetch(config.manifestUrl, { cache: "no-store" })
+    .then((r) => (r.ok ? r.json() : null))
+    .catch(() => null); // offline: cached files are checked against their own record
+  return manifestPromise;
+}
+
+function expectedFor(url, manifest) {
+  if (!manifest || !url.startsWith(config.modelsUrl)) return null;
+  const [model, ...rest] = url.slice(config.modelsUrl.length).split("/");
+  const entry = (manifest.models ?? manifest)[model];
+  const want = entry?.outputs?.[rest.join("/")];
+  return want?.sha256 ? want : null;
+}
+
+function matches(want, size, hash) {
+  return !want || (want.sha256 === hash && (want.size == null || want.size === size));
+}
+
+async function openCache() {
+  try {
+    return await caches.open(CACHE_NAME);
+  } catch {
+    return null; // no Cache Storage (e.g. an opaque origin): always download
+  }
+}
+
+async function readAsset(url) {
+  const t0 = performance.now();
+  const [cache, manifest] = await Promise.all([openCache(), getManifest()]);
+  const want = expectedFor(url, manifest);
+  const record = { url, source: "network", size: 0, sha256: null, verified: !!want };
+  const hit = cache ? await cache.match(url) : undefined;
+  if (hit) {
+    const bytes = new Uint8Array(await hit.arrayBuffer());
+    const hash = await sha256hex(bytes);
+    const stored = hit.headers.get("x-pymemory-sha256");
+    if (hash === stored && matches(want, bytes.byteLength, hash)) {
+      Object.assign(record, { source: "cache", size: bytes.byteLength, sha256: hash });
+      record.ms = performance.now() - t0;
+      loads.push(record);
+      return { bytes, ...record };
+    }
+    record.replaced = hash === stored ? "stale" : "corrupt";
+    await cache.delete(url);
+  }
+  const response = await fetch(url, { cache: "no-store" });
+  if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const hash = await sha256hex(bytes);
+  if (!matches(want, bytes.byteLength, hash)) {
+    throw new Error(
+      `${url}: ${bytes.byteLength} bytes with sha256 ${hash} do not match the manifest ` +
+        `(${want.size} bytes, ${want.sha256}); rebuild the models (python3 build.py setup)`,
+    );
+  }
+  if (cache) {
+    const headers = {
+      "content-type": response.headers.get("content-type") ?? "application/octet-stream",
+      "content-length": String(bytes.byteLength),
+      "x-pymemory-sha256": hash,
+    };
+    try {
+      await cache.put(url, new Response(bytes, { headers }));
+    } catch (err) {
+      record.cacheError = String(err?.message ?? err); // quota: still usable this time
+    }
+  }
+  Object.assign(record, { size: bytes.byteLength, sha256: hash });
+  record.ms = performance.now() - t0;
+  loads.push(record);
+  return { bytes, ...record };
+}
+
+// The bytes of a model file: { bytes: Uint8Array, source: "cache" | "network", size, sha256,
+// verified, ms }. Concurrent reads of one URL share one download.
+export function fetchAsset(url) {
+  const key = new URL(url, import.meta.url).href;
+  let pending = assets.get(key);
+  if (!pending) {
+    pending = readAsset(key).finally(() => assets.delete(key));
+    assets.set(key, pending);
+  }
+  return pending;
+}
+
+// --- sessions -------------------------------------------------------------------------
+
+const ARRAYS = {
+  float32: Float32Array,
+  float64: Float64Array,
+  float16: globalThis.Float16Array ?? Uint16Array,
+  int64: BigInt64Array,
+  uint64: BigUint64Array,
+  int32: Int32Array,
+  uint32: Uint32Array,
+  int16: Int16Array,
+  uint16: Uint16Array,
+  int8: Int8Array,
+  uint8: Uint8Array,
+  bool: Uint8Array,
+};
+
+function toTensor(ort, name, { type, dims, bytes }) {
+  const Ctor = ARRAYS[type];
+  if (!Ctor) throw new Error(`input ${name}: unsupported tensor type ${type}`);
+  let buf = bytes;
+  if (buf.byteOffset % Ctor.BYTES_PER_ELEMENT) buf = buf.slice(); // realign
+  const data = new Ctor(buf.buffer, buf.byteOffset, buf.byteLength / Ctor.BYTES_PER_ELEMENT);
+  return new ort.Tensor(type, data, Array.from(dims));
+}
+
+function fromTensor(tensor) {
+  return { type: tensor.type, dims: Array.from(tensor.dims), data: tensor.data };
+}
+
+async function createSession(url, options) {
+  const ort = await getOrt();
+  const asset = await fetchAsset(url);
+  const t0 = performance.now();
+  const session = await ort.InferenceSession.create(asset.bytes, {
+    executionProviders: ["wasm"],
+    graphOptimizationLevel: options.graphOptimizationLevel ?? "all",
+  });
+  const createMs = performance.now() - t0;
+  const info = {
+    url,
+    source: asset.source,
+    size: asset.size,
+    sha256: asset.sha256,
+    verified: asset.verified,
+    replaced: asset.replaced ?? null,
+    fetchMs: asset.ms,
+    createMs,
+    threads: ort.env.wasm.numThreads,
+  };
+  return {
+    info,
+    inputNames: [...session.inputNames],
+    outputNames: [...session.outputNames],
+    // feeds: { name: { type, dims, bytes } }; outputNames: array or null (all outputs).
+    async run(feeds, outputNames) {
+      const tensors = {};
+      for (const [name, value] of Object.entries(feeds)) {
+        tensors[name] = toTensor(ort, name, value);
+      }
+      const names = outputNames ? Array.from(outputNames) : [...session.outputNames];
+      const results = await session.run(tensors, names);
+      return { names, outputs: names.map((n) => fromTensor(results[n])) };
+    },
+    async release() {
+      sessions.delete(url);
+      await session.release();
+    },
+  };
+}
+
+// A session for the model at `url`, created once per URL and shared afterwards.
+export function load(url, options = {}) {
+  const key = new URL(url, import.meta.url).href;
+  let pending = sessions.get(key);
+  if (!pending) {
+    pending = createSession(key, options ?? {});
+    pending.catch(() => sessions.delete(key));
+    sessions.set(key, pending);
+  }
+  return pending;
+}
+
+// Diagnostics: the settings, every asset read since the worker started, live sessions.
+export function stats() {
+  return { ...settings(), loads: loads.map((r) => ({ ...r })), sessions: [...sessions.keys()] };
+}
+
+// Delete every cached model file (sessions already created stay usable; a new worker
+// downloads the files again).
+export async function clearCache() {
+  return caches.delete(CACHE_NAME);
+}
