@@ -36,8 +36,12 @@ def smollm2_path() -> Path:
     out = tokenizer_assets.TOKENIZERS / "smollm2" / "tokenizer.json"
     if out.is_file() and tokenizer_assets.sha256(out) == tokenizer_assets.SMOLLM2_TOKENIZER_SHA256:
         return out
+    # `gguf` is a build-only tool: it lives in the conversion venv, not in pymemory's extras.
+    python = tokenizer_assets.ROOT / ".cache" / "convert-venv" / "bin" / "python"
+    if not python.is_file():
+        pytest.fail("no .cache/convert-venv: run python3 build.py setup")
     gguf = tokenizer_assets.fetch_smollm2_gguf()
-    return tokenizer_assets.export_smollm2_tokenizer(gguf, out.parent, sys.executable)
+    return tokenizer_assets.export_smollm2_tokenizer(gguf, out.parent, str(python))
 
 
 def _pair(path: Path, **options):
