@@ -9,6 +9,7 @@ worker exposes to pages.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -123,12 +124,31 @@ class IndexedDbKv:
         await self._h.destroy()
 
 
+class JsTokenCounter:
+    """o200k_base counts from js-tiktoken in the worker (``worker/tiktoken.mjs``), the same
+    counts as ``TiktokenCounter`` in CPython."""
+
+    name = "o200k_base"
+
+    def __init__(self) -> None:
+        import pymemory_js_tokens  # registered by the worker before it imports this module
+
+        self._count = pymemory_js_tokens.count
+
+    def count(self, text: str) -> int:
+        return int(self._count(text))
+
+
 def create_api(bridge: Any, *, durability: str = "strict", **memory_options: Any) -> RpcApi:
     """The API the worker exposes: one Memory per IndexedDB database name."""
 
     async def kv_factory(name: str) -> IndexedDbKv:
         return await IndexedDbKv.open(bridge, name, durability)
 
+    if "token_counter" not in memory_options:
+        # A worker without worker/tiktoken.mjs falls back to the heuristic counter.
+        with contextlib.suppress(ImportError):
+            memory_options["token_counter"] = JsTokenCounter()
     api = RpcApi(kv_factory, **memory_options)
     ort_bridge = getattr(bridge, "ort", None)  # worker/ort-bridge.mjs, when the worker has it
     if ort_bridge is not None:

@@ -12,7 +12,8 @@ cosine similarities (-1..1) need no calibration to be fused.
 
 Details that make the result well defined:
 
-* An id repeated inside one ranking counts once, at its best (first) rank.
+* An id repeated inside one ranking counts once, at its best (first) rank; the repeat
+  still takes up its position, so the ranks of the ids after it are not shifted.
 * A ranking of weight 0 contributes nothing, not even candidates.
 * Ties are broken deterministically: higher score first, then the better best rank
   (the smallest ``rank_i(d)`` over all rankings), then the earlier ranking achieving that

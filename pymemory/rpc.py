@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .embedding import EmbedderUnavailableError
 from .errors import PymemoryError, ValidationError
 from .item import ArchivedItem, MemoryItem
 from .kv import KvBackend
@@ -313,7 +314,10 @@ class RpcApi:
                 from .models import load_minilm
 
                 factory = load_minilm
-            made = await factory()
+            try:
+                made = await factory()
+            except (ImportError, OSError) as exc:
+                raise EmbedderUnavailableError(f"the local embedder cannot load: {exc}") from exc
             if self._embedder is None:  # two first calls may race: keep the first one
                 self._embedder = made
         return self._embedder

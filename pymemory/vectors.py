@@ -9,25 +9,38 @@ Two stores share one protocol (:class:`VectorStore`):
   failed write changes nothing.
 
 Layout. Vectors are L2-normalised on the way in and kept in one ``(capacity, dim)``
-matrix of the store's ``dtype``:
+matrix of the store's ``dtype`` (capacity doubles as the store grows):
 
-=========  ==========================================  ================  ===============
-dtype      row                                         bytes/row (384)   100k x 384
-=========  ==========================================  ================  ===============
-float32    the unit vector                             1536              154 MB
-float16    the unit vector rounded to half precision   768               77 MB
-int8       ``round(x / s)``, ``s = max|x| / 127``      384 (+4 scale)    39 MB
-=========  ==========================================  ================  ===============
+=========  ==========================================  ===============  ==============
+dtype      row                                         bytes per item   100k x 384
+=========  ==========================================  ===============  ==============
+int8       ``round(x / s)``, ``s = max|x| / 127``      393 (384 + 9)    39 MB
+float16    the unit vector rounded to half precision   777 (768 + 9)    78 MB
+float32    the unit vector                             1545 (1536 + 9)  155 MB
+=========  ==========================================  ===============  ==============
+
+(The 9 extra bytes per item are ``1 / ||row||``, the int8 scale and a live flag; the id
+strings and the id -> slot dict come on top.) Measured against float32 on 100k clustered
+384-d vectors, top-10 overlap is 0.9995 for float16 and 0.989 for int8 (top-1 agreement
+1.000 and 0.985); on MiniLM embeddings of the eval suites it is 1.000 and 0.994.
+
+``int8`` is the default: a quarter of the memory of float32, and the fastest search,
+because numpy converts int8 cheaply while its float16 conversion is slow. Measured on
+100k x 384 (CPython, one core): about 8 ms per query for int8, 10 ms for float32 and
+29 ms for float16; a bulk ``put`` of the 100k vectors takes about a second.
 
 Per row the store also keeps ``1 / ||row||`` (float32), computed from the *stored* row, so
 a score is the exact cosine between the query and the stored (rounded) direction::
 
     score(q, row) = (row . q) / (||row|| * ||q||)      (0 for a zero row or query)
 
-Search upcasts the matrix block by block (``BLOCK_ROWS`` rows at a time) to float32 and
-multiplies with BLAS, so the temporary memory stays small whatever the store size.
-Results are ordered by score, then by id, so equal scores come out in the same order
-whatever the history of updates.
+Search upcasts the matrix block by block (``BLOCK_ROWS`` rows at a time) into a reused
+float64 buffer and multiplies with BLAS, so the temporary memory stays small whatever
+the store size. Dot products are accumulated in float64 and rounded to float32: BLAS
+kernels sum the rows at the edge of a block in another order than the rest, and in
+float32 that makes a row's score depend on its position by an ulp or so; after rounding
+from float64 it does not, so equal vectors tie exactly and a store updated in place
+scores like one built afresh. Results are ordered by score, then by id.
 
 Slots. Each id owns a row (a slot). ``upsert`` overwrites an id's row in place or takes
 the lowest free slot; ``delete`` frees the slot for reuse. Nothing is ever rebuilt, and
@@ -69,8 +82,10 @@ DTYPES: tuple[str, ...] = ("float32", "float16", "int8")
 _NP_DTYPE = {"float32": np.float32, "float16": np.float16, "int8": np.int8}
 _ITEMSIZE = {"float32": 4, "float16": 2, "int8": 1}
 
-#: Rows upcast and multiplied at a time during a search (4096 x 384 x 4 B = 6 MB).
-BLOCK_ROWS = 4096
+#: Rows upcast and multiplied at a time during a search (1024 x 384 x 4 B = 1.5 MB: small
+#: enough to stay in cache, and below the size where a threaded BLAS starts threads, whose
+#: start-up cost dominates a matrix-vector product).
+BLOCK_ROWS = 1024
 MAX_DIM = 65535
 
 
@@ -136,11 +151,14 @@ def _quantize(unit: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _inv_norms(rows: np.ndarray) -> np.ndarray:
-    """``1 / ||row||`` for stored rows (0 for a zero row), computed in float64."""
-    norms = np.sqrt(np.einsum("ij,ij->i", rows.astype(np.float64), rows.astype(np.float64)))
-    with np.errstate(divide="ignore"):
-        inv = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)
-    return inv.astype(np.float32)
+    """``1 / ||row||`` for stored rows (0 for a zero row), computed row by row in float64."""
+    out = np.zeros(rows.shape[0], dtype=np.float32)
+    for start in range(0, rows.shape[0], BLOCK_ROWS):
+        chunk = rows[start : start + BLOCK_ROWS].astype(np.float64)
+        norms = np.sqrt(np.einsum("ij,ij->i", chunk, chunk))
+        nonzero = norms > 0
+        out[start : start + chunk.shape[0]][nonzero] = 1.0 / norms[nonzero]
+    return out
 
 
 def encode_vector(row: np.ndarray, scale: float, dtype: str) -> bytes:
@@ -203,12 +221,13 @@ def _check_id(id: object) -> str:
 class InMemoryVectorStore:
     """Unit vectors in a compact numpy matrix; cosine top-k by brute force.
 
-    ``dtype`` trades accuracy for memory: ``"float16"`` (default, 2 bytes per value) is
-    practically lossless for ranking; ``"int8"`` (1 byte, a per-row scale) is 4x smaller
-    than float32 with a small loss; ``"float32"`` is exact.
+    ``dtype`` trades accuracy for memory and speed: ``"int8"`` (default: 1 byte per value
+    and a per-row scale, 4x smaller than float32, top-10 overlap with exact search about
+    0.99), ``"float16"`` (2 bytes, overlap about 0.9995, 3x slower to search in numpy) or
+    ``"float32"`` (exact). See the module docstring for measurements.
     """
 
-    def __init__(self, dim: int, dtype: DType = "float16", *, capacity: int = 64) -> None:
+    def __init__(self, dim: int, dtype: DType = "int8", *, capacity: int = 64) -> None:
         self.dim = _check_dim(dim)
         self.dtype = _check_dtype(dtype)
         capacity = max(1, operator.index(capacity))
@@ -381,7 +400,7 @@ class InMemoryVectorStore:
     # --- queries ----------------------------------------------------------------------
 
     def _query(self, query: Any) -> np.ndarray | None:
-        """The query as a float32 unit vector, or None for a zero vector."""
+        """The query as a float64 unit vector, or None for a zero vector."""
         try:
             q = np.asarray(query, dtype=np.float32)
         except (TypeError, ValueError):
@@ -392,34 +411,43 @@ class InMemoryVectorStore:
             raise ValidationError(f"query must have shape ({self.dim},), got {q.shape}")
         if not np.isfinite(q).all():
             raise ValidationError("query must be finite")
-        norm = float(np.linalg.norm(q.astype(np.float64)))
+        q64 = q.astype(np.float64)
+        norm = float(np.linalg.norm(q64))
         if norm == 0.0:
             return None
-        return (q / norm).astype(np.float32)
+        return q64 / norm
+
+    def _dot(self, rows: np.ndarray, q: np.ndarray, out: np.ndarray, buf: np.ndarray) -> None:
+        """``out = rows @ q`` in float64, upcasting through the reused buffer ``buf``."""
+        tmp = buf[: rows.shape[0]]
+        np.copyto(tmp, rows, casting="unsafe")
+        np.dot(tmp, q, out=out)
 
     def _slot_scores(self, q: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """Cosine scores (float32) of live ``slots`` (no checks)."""
-        out = np.empty(slots.shape[0], dtype=np.float32)
-        for start in range(0, slots.shape[0], BLOCK_ROWS):
+        n = slots.shape[0]
+        out = np.empty(n, dtype=np.float64)
+        buf = np.empty((min(n, BLOCK_ROWS), self.dim), dtype=np.float64)
+        for start in range(0, n, BLOCK_ROWS):
             part = slots[start : start + BLOCK_ROWS]
-            block = self._rows[part]
-            if block.dtype != np.float32:
-                block = block.astype(np.float32)
-            out[start : start + part.shape[0]] = (block @ q) * self._inv_norm[part]
-        return out
+            seg = out[start : start + part.shape[0]]
+            self._dot(self._rows[part], q, seg, buf)
+            np.multiply(seg, self._inv_norm[part], out=seg)
+        return out.astype(np.float32)
 
     def _all_scores(self, q: np.ndarray) -> np.ndarray:
         """Cosine scores (float32) of every slot in use; dead slots get -inf."""
         end = len(self._id_at)
-        out = np.empty(end, dtype=np.float32)
+        out = np.empty(end, dtype=np.float64)
+        buf = np.empty((min(end, BLOCK_ROWS), self.dim), dtype=np.float64)
         for start in range(0, end, BLOCK_ROWS):
             stop = min(start + BLOCK_ROWS, end)
-            block = self._rows[start:stop]
-            if block.dtype != np.float32:
-                block = block.astype(np.float32)
-            np.multiply(block @ q, self._inv_norm[start:stop], out=out[start:stop])
-        out[~self._alive[:end]] = -np.inf
-        return out
+            seg = out[start:stop]
+            self._dot(self._rows[start:stop], q, seg, buf)
+            np.multiply(seg, self._inv_norm[start:stop], out=seg)
+        scores = out.astype(np.float32)
+        scores[~self._alive[:end]] = -np.inf
+        return scores
 
     def scores(self, query: Any, which: Sequence[str] | np.ndarray) -> np.ndarray:
         """Cosine scores (float32) of ``query`` with each entry of ``which``.
@@ -507,7 +535,7 @@ class KvVectorStore(InMemoryVectorStore):
         self,
         kv: KvBackend,
         dim: int,
-        dtype: DType = "float16",
+        dtype: DType = "int8",
         *,
         prefix: str = "vec:",
         capacity: int = 64,
@@ -526,7 +554,7 @@ class KvVectorStore(InMemoryVectorStore):
         cls,
         kv: KvBackend,
         dim: int,
-        dtype: DType = "float16",
+        dtype: DType = "int8",
         *,
         prefix: str = "vec:",
     ) -> KvVectorStore:

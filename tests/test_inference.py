@@ -13,17 +13,25 @@ import pytest
 from pymemory.embedding import Embedder, EmbedderUnavailableError
 from pymemory.errors import ValidationError
 from pymemory.inference import InferenceRuntime, InferenceSession
+from pymemory.inference.ort import OrtRuntime
 from pymemory.kv import MapKv
 from pymemory.models import MiniLmEmbedder, find_model_dir, load_minilm
 from pymemory.rpc import RpcApi
 
-ort = pytest.importorskip("onnxruntime")
-from pymemory.inference.ort import OrtRuntime  # noqa: E402
-
 MODEL_DIR = find_model_dir("minilm")
-pytestmark = pytest.mark.skipif(
-    MODEL_DIR is None, reason="MiniLM not built (python3 build.py setup)"
-)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _requirements():
+    """Never skip: missing pieces fail with what to do."""
+    try:
+        import onnxruntime  # noqa: F401
+        import tokenizers  # noqa: F401  (the reference)
+    except ImportError as exc:
+        pytest.fail(f"{exc.name} is not installed: install pymemory's `models` extra", False)
+    if MODEL_DIR is None:
+        pytest.fail("MiniLM is not built: run python3 build.py setup", pytrace=False)
+
 
 SENTENCES = [
     "How do I reset my password?",
@@ -156,7 +164,9 @@ async def test_truncation_keeps_sep(embedder):
 
 
 async def test_same_vectors_as_the_rust_tokenizers_reference(embedder):
-    rust = pytest.importorskip("tokenizers")
+    import onnxruntime as ort
+    import tokenizers as rust
+
     tok = rust.Tokenizer.from_file(str(MODEL_DIR / "tokenizer.json"))
     tok.no_padding()
     tok.enable_truncation(256)
@@ -232,3 +242,14 @@ async def test_rpc_embed_diagnostic(embedder):
 
 async def _map_kv():
     return MapKv()
+
+
+async def test_rpc_embed_reports_a_missing_model():
+    async def factory():
+        raise FileNotFoundError("no ONNX model at /nowhere/model.onnx")
+
+    api = RpcApi(lambda name: _map_kv())
+    api.embedder_factory = factory
+    err = json.loads(await api.call("diag", "embed", json.dumps({"texts": ["x"]})))
+    assert not err["ok"] and err["error"]["code"] == "embedder_unavailable"
+    assert "/nowhere/model.onnx" in err["error"]["message"]

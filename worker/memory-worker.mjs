@@ -6,6 +6,7 @@
 import * as Comlink from "../vendor/comlink/comlink.mjs";
 import * as idb from "./idb-kv.mjs";
 import * as ort from "./ort-bridge.mjs";
+import * as tiktoken from "./tiktoken.mjs";
 
 const base = new URL("../", import.meta.url);
 let api = null; // the Python RpcApi
@@ -23,6 +24,7 @@ function report(phase, progress, extra = {}) {
 async function boot(options) {
   const t0 = performance.now();
   report("runtime", 0.05);
+  const tokensReady = tiktoken.init(); // o200k_base ranks load while Pyodide starts
   const { loadPyodide } = await import(new URL("vendor/pyodide/pyodide.mjs", base).href);
   const manifest = fetch(new URL("wheels/manifest.json", base)).then((r) => r.json());
   const pyodide = await loadPyodide({ indexURL: new URL("vendor/pyodide/", base).href });
@@ -35,6 +37,9 @@ async function boot(options) {
     deps: false,
   });
   report("opening", 0.95);
+  await tokensReady;
+  // Token budgets count with the same o200k_base as the Python side (seed 004).
+  pyodide.registerJsModule("pymemory_js_tokens", { count: tiktoken.count, name: tiktoken.name });
   const browser = pyodide.pyimport("pymemory.browser");
   const kwargs = { durability: options.durability ?? "strict" };
   if (options.feedbackFlushMs != null) kwargs.feedback_flush_s = options.feedbackFlushMs / 1000;

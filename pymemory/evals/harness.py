@@ -211,7 +211,7 @@ async def build_memory(suite: Suite, clock: Callable[[], int]) -> tuple[Memory, 
 
 
 async def build_store(
-    memory: Memory, embedder: Embedder, *, dtype: str = "float16"
+    memory: Memory, embedder: Embedder, *, dtype: str = "int8"
 ) -> InMemoryVectorStore:
     """Every memory's raw text embedded into a vector store under the memory's id."""
     items = await memory.list()
@@ -256,7 +256,7 @@ async def run_suite(
     strategy: Strategy | Mapping[str, Any] | None = None,
     rrf_k: float = DEFAULT_K,
     weights: tuple[float, float] = (1.0, 1.0),
-    dtype: str = "float16",
+    dtype: str = "int8",
 ) -> Report:
     """Load ``suite`` into a fresh Memory, ask every question, and measure.
 

@@ -235,3 +235,26 @@ def test_strategy_presets(harness, preset):
     )
     expected = {"recent-5": 5, "all": 7, "by-tag": 3}[preset]
     assert len(got) == expected
+
+
+def test_budgets_count_o200k_tokens_like_cpython(harness):
+    from pymemory.tokens import default_token_counter
+
+    texts = [
+        "I prefer answers as tables, not bullet points.",
+        "会上确定了3个角色：超级管理员、部门管理员、普通成员。下周二上线。",
+        "deploy 🚀 to staging at 18:30 — ticket ABC-1234, see https://example.com/x?y=1",
+    ]
+    got = js(
+        harness,
+        OPEN
+        + "const out = []; for (const t of args[1]) out.push(await m.addMemory(t));"
+        + "return await m.retrieve('', { maxItems: 10 });",
+        "tokens",
+        texts,
+    )
+    counter = default_token_counter()
+    assert counter.name == "o200k_base" and got["tokenCounter"] == "o200k_base"
+    for m in got["memories"]:
+        assert m["tokens"] == counter.count(m["line"]), m["line"]
+    assert got["tokensUsed"] == sum(counter.count(m["line"]) for m in got["memories"])

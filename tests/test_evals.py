@@ -1,0 +1,406 @@
+"""Evaluation suites (integrity), the harness end to end, the retrievers, embedders, CLI."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import DAY, Clock
+
+from pymemory import Memory, by_scope
+from pymemory.cli import main
+from pymemory.embedding import (
+    EMBEDDERS,
+    Embedder,
+    EmbedderUnavailableError,
+    HashingEmbedder,
+    load_embedder,
+)
+from pymemory.errors import ValidationError
+from pymemory.evals import (
+    KS,
+    Bm25Retriever,
+    DenseRetriever,
+    HybridRetriever,
+    Retriever,
+    load_suite,
+    parse_suite,
+    report_rows,
+    run_suite,
+)
+from pymemory.evals.harness import auroc, build_store
+from pymemory.evals.suites import ABSTENTION, SUITES
+from pymemory.kv import MapKv
+from pymemory.tokens import HeuristicTokenCounter
+from pymemory.vectors import InMemoryVectorStore
+
+# --- suite integrity --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mtm():
+    return load_suite("multi-turn-memory")
+
+
+@pytest.fixture(scope="module")
+def lcr():
+    return load_suite("long-context-recall")
+
+
+def test_shipped_data_is_small():
+    data = resources.files("pymemory.evals") / "data"
+    total = sum((data / name).stat().st_size for name in SUITES.values())  # type: ignore[attr-defined]
+    assert total < 300_000
+
+
+def test_multi_turn_memory_has_54_items_in_6_categories_of_9(mtm):
+    assert len(mtm.questions) == 54
+    assert len(mtm.categories) == 6
+    assert Counter(q.category for q in mtm.questions) == dict.fromkeys(mtm.categories, 9)
+    assert set(mtm.categories) == {
+        "information extraction",
+        "multi-session reasoning",
+        "temporal reasoning",
+        "knowledge update",
+        "preferences",
+        "abstention",
+    }
+
+
+def test_multi_turn_memory_gold_and_abstention(mtm):
+    ids = {t.id for t in mtm.turns}
+    assert len(ids) == len(mtm.turns)
+    for q in mtm.questions:
+        assert set(q.gold_ids) <= ids
+        assert (q.category == ABSTENTION) == (not q.gold)
+    multi = [q for q in mtm.questions if q.category == "multi-session reasoning"]
+    for q in multi:  # evidence from at least two different sessions
+        sessions = {mtm.turn_index[t].session for piece in q.gold for t in piece}
+        assert len(q.gold) >= 2 and len(sessions) >= 2
+
+
+def test_multi_turn_memory_is_spread_over_weeks_of_sessions(mtm):
+    sessions = {t.session for t in mtm.turns}
+    assert 30 <= len(sessions) <= 100
+    span_days = (max(t.timestamp for t in mtm.turns) - min(t.timestamp for t in mtm.turns)) / DAY
+    assert span_days >= 42
+    cited = {t for q in mtm.questions for t in q.gold_ids}
+    assert len(cited) / len(mtm.turns) < 0.3  # most turns are noise
+    last = max(t.timestamp for t in mtm.turns)
+    assert all(q.asked_at >= last for q in mtm.questions)  # no question sees the future
+    assert {q.match for q in mtm.questions if q.gold} == {"exact", "mixed", "paraphrase"}
+
+
+def test_long_context_recall_is_about_16k_tokens_with_needles_at_depth(lcr):
+    counter = HeuristicTokenCounter()
+    sizes = [counter.count(t.text) for t in lcr.turns]
+    total = sum(sizes)
+    assert abs(total - 16_000) <= 1_600
+    start = {}
+    position = 0
+    for turn, size in zip(lcr.turns, sizes, strict=True):
+        start[turn.id] = (position, size)
+        position += size
+    assert Counter(q.category for q in lcr.questions) == {
+        "depth 10%": 5,
+        "depth 50%": 5,
+        "depth 90%": 5,
+    }
+    for q in lcr.questions:
+        (needle,) = q.gold_ids
+        before, size = start[needle]
+        depth = (before + size / 2) / total
+        target = int(q.category.split()[1].rstrip("%")) / 100
+        assert abs(depth - target) <= 0.02, (q.id, depth)
+        assert q.depth == pytest.approx(depth, abs=1e-4)
+        assert q.asked_at >= max(t.timestamp for t in lcr.turns)
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        ('{"kind": "turn"}', "first line"),
+        ('{"kind": "suite", "name": "x", "categories": ["a"]}\nnot json', "not JSON"),
+        (
+            '{"kind": "suite", "name": "x", "categories": ["a"]}\n'
+            '{"kind": "question", "id": "q", "category": "a", "asked_at": "2026-01-01T00:00Z",'
+            ' "text": "?", "gold": ["nope"]}',
+            "unknown turns",
+        ),
+        (
+            '{"kind": "suite", "name": "x", "categories": ["a"]}\n'
+            '{"kind": "turn", "id": "t", "session": "s", "role": "bot", "at": "2026-01-01T00:00Z",'
+            ' "text": "hi"}',
+            "role",
+        ),
+        (
+            '{"kind": "suite", "name": "x", "categories": ["a"]}\n'
+            '{"kind": "turn", "id": "t", "session": "s", "role": "user", "at": "2026-01-01",'
+            ' "text": "hi"}',
+            "offset",
+        ),
+        (
+            '{"kind": "suite", "name": "x", "categories": ["abstention"]}\n'
+            '{"kind": "turn", "id": "t", "session": "s", "role": "user", "at": "2026-01-01T00:00Z",'
+            ' "text": "hi"}\n'
+            '{"kind": "question", "id": "q", "category": "abstention",'
+            ' "asked_at": "2026-01-01T00:00Z", "text": "?", "gold": ["t"]}',
+            "abstention",
+        ),
+    ],
+)
+def test_malformed_suites_are_rejected(line, error):
+    with pytest.raises(ValidationError, match=error):
+        parse_suite(line.splitlines())
+
+
+def test_unknown_suite_name():
+    with pytest.raises(ValidationError, match="unknown suite"):
+        load_suite("no-such-suite")
+
+
+# --- a tiny suite with known answers ------------------------------------------------------
+
+TINY = """\
+{"kind": "suite", "name": "tiny", "categories": ["facts", "abstention"]}
+{"kind": "turn", "id": "a", "session": "s1", "role": "user", "at": "2026-01-01T10:00Z", "text": "My locker code at the pool is 4471."}
+{"kind": "turn", "id": "b", "session": "s1", "role": "assistant", "at": "2026-01-01T10:01Z", "text": "Noted, I will remember that."}
+{"kind": "turn", "id": "c", "session": "s2", "role": "user", "at": "2026-01-02T10:00Z", "text": "The quarterly report is due on Friday."}
+{"kind": "turn", "id": "d", "session": "s2", "role": "user", "at": "2026-01-02T10:05Z", "text": "Our dog Rusty loves the beach."}
+{"kind": "question", "id": "q1", "category": "facts", "asked_at": "2026-01-03T09:00Z", "text": "What is my pool locker code?", "gold": ["a"], "match": "exact"}
+{"kind": "question", "id": "q2", "category": "facts", "asked_at": "2026-01-03T09:00Z", "text": "When is the quarterly report due?", "gold": [["c", "b"], "d"], "match": "mixed"}
+{"kind": "question", "id": "q3", "category": "abstention", "asked_at": "2026-01-03T09:00Z", "text": "What is my cat called?", "gold": []}
+"""
+
+
+@pytest.fixture
+def tiny():
+    return parse_suite(TINY.splitlines(), source="tiny")
+
+
+async def test_harness_scores_a_known_suite(tiny):
+    report = await run_suite(tiny, "bm25")
+    by_id = {r.id: r for r in report.results}
+    assert by_id["q1"].ranked[0] == "a" and by_id["q1"].rank == 1
+    assert by_id["q1"].recall == {1: 1.0, 5: 1.0, 10: 1.0}
+    # q2 needs two pieces: (c or b) and d. BM25 finds c only.
+    assert by_id["q2"].rank == 1 and by_id["q2"].recall[10] == 0.5
+    assert by_id["q3"].recall is None
+    assert report.categories["facts"].recall == {1: 0.75, 5: 0.75, 10: 0.75}
+    assert report.categories["facts"].mrr == 1.0
+    assert report.overall.answerable == 2 and report.overall.n == 3
+    assert report.categories[ABSTENTION].recall is None
+    assert report.overall.abstention_auroc == report.categories[ABSTENTION].abstention_auroc
+    assert report.embedder is None and report.turns == 4
+    assert all(r.latency_ms >= 0 for r in report.results)
+    json.dumps(report.to_dict(results=True))  # JSON-ready (no inf/nan)
+
+
+async def test_harness_accepts_a_custom_retriever(tiny):
+    class Reverse:
+        name = "reverse"
+
+        def __init__(self, memory):
+            self.memory = memory
+
+        async def search(self, query, k, now_ms):
+            items = await self.memory.list()
+            return [i.id for i in items][:k]  # newest first, ignores the query
+
+    report = await run_suite(tiny, lambda memory, store, embedder: Reverse(memory))
+    assert report.retriever == "reverse"
+    assert all(r.scores is None for r in report.results)
+    assert report.overall.abstention_auroc is None
+    by_id = {r.id: r for r in report.results}
+    assert by_id["q2"].ranked[:3] == ("d", "c", "b")
+
+
+def test_auroc():
+    assert auroc([3, 4], [1, 2]) == 1.0
+    assert auroc([1], [2]) == 0.0
+    assert auroc([1, 2], [1, 2]) == 0.5
+    assert auroc([float("-inf")], [float("-inf")]) == 0.5
+    assert auroc([], [1]) is None
+
+
+@pytest.mark.parametrize("name", sorted(SUITES))
+async def test_harness_end_to_end_with_the_hashing_embedder(name):
+    embedder = HashingEmbedder()
+    reports = {r: await run_suite(name, r, embedder) for r in ("bm25", "dense", "hybrid")}
+    suite = load_suite(name)
+    for retriever, report in reports.items():
+        assert report.retriever == retriever
+        assert report.overall.n == len(suite.questions)
+        assert set(report.categories) == set(suite.categories)
+        for n in KS:
+            assert 0.0 <= report.overall.recall[n] <= 1.0
+        r = report.overall.recall
+        assert r[1] <= r[5] <= r[10]
+        assert report.overall.p50_ms <= report.overall.p95_ms
+        assert len(report_rows(report)) == len(suite.categories) + len(report.by_match) + 1
+    # The quality bar: lexical retrieval alone is clearly imperfect on both suites.
+    assert reports["bm25"].overall.recall[5] < 0.75
+    assert reports["dense"].embedder == embedder.name
+
+
+# --- retrievers ---------------------------------------------------------------------------
+
+
+async def _memory_with(texts, clock, **extra):
+    memory = await Memory.open(MapKv(), clock=clock)
+    items = [
+        await memory.add(text, timestamp=clock.now - age, **extra.get(text, {}))
+        for text, age in texts
+    ]
+    return memory, items
+
+
+async def test_retrievers_share_the_protocol():
+    clock = Clock()
+    memory, _ = await _memory_with([("hello world", 0)], clock)
+    embedder = HashingEmbedder(dim=64)
+    store = await build_store(memory, embedder)
+    for r in (
+        Bm25Retriever(memory),
+        DenseRetriever(store, embedder),
+        HybridRetriever(memory, store, embedder),
+    ):
+        assert isinstance(r, Retriever)
+        assert await r.search("hello", 3, clock.now) == [(await memory.list())[0].id]
+        with pytest.raises(ValidationError):
+            await r.search("hello", 0, clock.now)
+    await memory.close()
+
+
+async def test_hybrid_fuses_lexical_and_dense_and_weighs_recency():
+    clock = Clock()
+    texts = [
+        ("Invoice INV-2291 was paid by bank transfer", 30 * DAY),
+        ("The invoice for the office chairs is still open", 0),
+        ("Paid the electrician for the new sockets", 1 * DAY),
+    ]
+    memory, items = await _memory_with(texts, clock)
+    embedder = HashingEmbedder(dim=256)
+    store = await build_store(memory, embedder)
+    hybrid = HybridRetriever(memory, store, embedder)
+    lexical, dense = await hybrid.rankings("INV-2291 invoice paid", clock.now)
+    assert set(lexical) <= {i.id for i in items} and dense
+    fused = await hybrid.search_scored("INV-2291 invoice paid", 3, clock.now)
+    assert fused[0][0] == items[0].id  # the exact code wins despite being a month old
+    assert [s for _, s in fused] == sorted((s for _, s in fused), reverse=True)
+    # After fusion, a decay factor of 0.2 pulls the month-old exact match down.
+    after = HybridRetriever(memory, store, embedder, weighting="after_fusion")
+    late = await after.search_scored("INV-2291 invoice paid", 3, clock.now)
+    assert late[0][0] != items[0].id
+    await memory.close()
+
+
+async def test_hybrid_applies_feedback_and_filters_to_dense_hits():
+    clock = Clock()
+    memory, items = await _memory_with(
+        [("alpha beta gamma", 0), ("alpha beta delta", 0)],
+        clock,
+        **{"alpha beta delta": {"scope": "work"}},
+    )
+    embedder = HashingEmbedder(dim=128)
+    store = await build_store(memory, embedder)
+    hybrid = HybridRetriever(memory, store, embedder)
+    await memory.feedback(items[1].id, "liked")
+    assert (await hybrid.search("alpha beta", 2, clock.now))[0] == items[1].id
+    scoped = HybridRetriever(memory, store, embedder, strategy=by_scope("work"))
+    assert await scoped.search("gamma", 5, clock.now) == [items[1].id]
+    await memory.delete(items[1].id)  # still in the vector store: dropped, not returned
+    assert items[1].id not in await hybrid.search("alpha beta delta", 5, clock.now)
+    await memory.close()
+
+
+async def test_hybrid_validation():
+    memory = await Memory.open(MapKv(), clock=Clock())
+    embedder = HashingEmbedder(dim=32)
+    store = InMemoryVectorStore(32)
+    with pytest.raises(ValidationError):
+        HybridRetriever(memory, store, embedder, weights=(1.0,))  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        HybridRetriever(memory, store, embedder, rrf_k=-1)
+    with pytest.raises(ValidationError):
+        HybridRetriever(memory, store, embedder, weighting="sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        DenseRetriever(InMemoryVectorStore(16), embedder)
+    await memory.close()
+
+
+# --- embedders ----------------------------------------------------------------------------
+
+
+async def test_hashing_embedder_shape_norm_and_determinism():
+    e = HashingEmbedder()
+    assert isinstance(e, Embedder)
+    v = await e.embed(["Deploy the service", "deployment of services", "Banana bread", ""])
+    assert v.shape == (4, 384) and v.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(v[:3], axis=1), 1.0, rtol=1e-6)
+    assert not v[3].any()  # no features: a zero row
+    assert v[0] @ v[1] > v[0] @ v[2]  # shared n-grams, not meaning
+    again = await HashingEmbedder().embed(["Deploy the service"])
+    np.testing.assert_array_equal(again[0], v[0])
+    assert HashingEmbedder(seed=1).name != e.name
+    with pytest.raises(ValidationError):
+        await e.embed("not a list")
+    with pytest.raises(ValidationError):
+        HashingEmbedder(dim=0)
+
+
+async def test_load_embedder(monkeypatch):
+    assert isinstance(await load_embedder("hashing", dim=64), HashingEmbedder)
+    with pytest.raises(EmbedderUnavailableError, match="unknown embedder"):
+        await load_embedder("word2vec")
+    monkeypatch.setitem(EMBEDDERS, "minilm", ("pymemory.no_such_module", "load"))
+    with pytest.raises(EmbedderUnavailableError, match="not available"):
+        await load_embedder("minilm")
+
+    def missing_model(**_):
+        raise FileNotFoundError("model.onnx")
+
+    import pymemory.embedding as embedding
+
+    monkeypatch.setattr(embedding, "_missing_model_for_test", missing_model, raising=False)
+    monkeypatch.setitem(EMBEDDERS, "minilm", ("pymemory.embedding", "_missing_model_for_test"))
+    with pytest.raises(EmbedderUnavailableError, match="could not load"):
+        await load_embedder("minilm")
+
+
+# --- the CLI ------------------------------------------------------------------------------
+
+
+def test_cli_eval_table(tmp_path: Path, capsys):
+    db = tmp_path / "memory.db"
+    code = main(["--db", str(db), "eval", "multi-turn-memory", "--retriever", "bm25"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "multi-turn-memory: 277 turns" in out
+    assert "information extraction" in out and "overall" in out and "R@5" in out
+    assert not db.exists()  # eval never opens the store
+
+
+def test_cli_eval_json_all_retrievers(tmp_path: Path, capsys):
+    code = main(["--db", str(tmp_path / "m.db"), "--json", "eval", "long-context-recall"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["suite"] == "long-context-recall"
+    assert [r["retriever"] for r in doc["reports"]] == ["bm25", "dense", "hybrid"]
+    overall = doc["reports"][0]["overall"]
+    assert set(overall["recall"]) == {"1", "5", "10"}
+    assert doc["reports"][1]["embedder"].startswith("hashing")
+
+
+def test_cli_eval_errors(tmp_path: Path, capsys):
+    db = str(tmp_path / "m.db")
+    assert main(["--db", db, "eval", "nope"]) == 1
+    assert "invalid_input" in capsys.readouterr().err
+    assert main(["--db", db, "eval", "long-context-recall", "--embedder", "nope"]) == 1
+    assert "embedder_unavailable" in capsys.readouterr().err
+    assert main(["--db", db, "eval", "long-context-recall", "--retriever", "magic"]) == 2
