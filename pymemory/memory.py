@@ -12,10 +12,13 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+import numpy as np
+
 from . import schema
 from .analyzer import analyze
 from .bm25 import Bm25Index
 from .catalog import Catalog
+from .embedding import Embedder
 from .encoder import Encoder, Refiner, RuleEncoder
 from .errors import (
     ConflictError,
@@ -41,6 +44,7 @@ from .kv import KvBackend, MapKv, iter_prefix
 from .orchestrator import Retrieval, retrieve
 from .strategies import Strategy, coerce, compile_strategy
 from .tokens import TokenCounter, default_token_counter
+from .vectors import KvVectorStore
 
 log = logging.getLogger("pymemory")
 
@@ -85,9 +89,14 @@ class Memory:
         sweep_interval_s: float,
         auto_archive_days: float | None,
         refiner: Refiner | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.kv = kv
         self.refiner = refiner
+        self.embedder = embedder
+        self.vectors: KvVectorStore | None = None
+        self._embed_queue: asyncio.Queue[str] = asyncio.Queue()
+        self._embed_task: asyncio.Task[None] | None = None
         self._refine_queue: asyncio.Queue[str] = asyncio.Queue()
         self._refining: tuple[str, asyncio.Task[str | None]] | None = None
         self._refiner_task: asyncio.Task[None] | None = None
@@ -121,6 +130,8 @@ class Memory:
         sweep_interval_s: float = 60.0,
         auto_archive_days: float | None = None,
         refiner: Refiner | None = None,
+        embedder: Embedder | None = None,
+        vector_dtype: Literal["int8", "float16", "float32"] = "int8",
     ) -> Memory:
         """Open a memory over ``store``: a KvBackend, a SQLite file path, or None (in memory).
 
@@ -129,6 +140,9 @@ class Memory:
         retrieval unless asked. A path opens a SqliteKv that ``close()`` also closes;
         a KvBackend passed in stays open. ``refiner`` is Encoder stage 2 (e.g. the local
         model): it rewrites new items' content in the background, one at a time.
+        ``embedder`` (e.g. MiniLM) embeds items in the background and stores the vectors
+        beside them (``vec:<id>``), so a reload never re-embeds; retrieval then fuses BM25
+        and dense rankings (items not embedded yet are ranked by BM25 alone).
         """
         for name, value in (
             ("feedback_flush_s", feedback_flush_s),
@@ -162,9 +176,12 @@ class Memory:
                 sweep_interval_s=float(sweep_interval_s),
                 auto_archive_days=auto_archive_days,
                 refiner=refiner,
+                embedder=embedder,
             )
             memory.schema_migrated_from = await schema.ensure_schema(kv)
             await memory._load()
+            if embedder is not None:
+                memory.vectors = await KvVectorStore.open(kv, embedder.dim, vector_dtype)
         except BaseException:
             if owns:
                 await kv.close()
@@ -172,6 +189,11 @@ class Memory:
         memory._maintenance = asyncio.ensure_future(memory._maintain())
         if refiner is not None:
             memory._refiner_task = asyncio.ensure_future(memory._refine_loop())
+        if memory.vectors is not None:
+            for item_id in memory._catalog.items:
+                if item_id not in memory.vectors:  # written before the embedder was on
+                    memory._embed_queue.put_nowait(item_id)
+            memory._embed_task = asyncio.ensure_future(memory._embed_loop())
         return memory
 
     @property
@@ -194,7 +216,7 @@ class Memory:
         """Stop background work, persist pending feedback, close an owned store."""
         if self._closed:
             return
-        for task in (self._maintenance, self._refiner_task):
+        for task in (self._maintenance, self._refiner_task, self._embed_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -309,6 +331,7 @@ class Memory:
             await self.kv.put_many([(schema.mem_key(item.id), item.to_json().encode())])
             self._catalog.put(item)
         self._queue_refine(item)
+        self._queue_embed(item.id)
         return item
 
     async def add_many(self, entries: Iterable[Mapping[str, Any]]) -> list[MemoryItem]:
@@ -352,6 +375,7 @@ class Memory:
                 self._catalog.put(it)
         for it in items:
             self._queue_refine(it)
+            self._queue_embed(it.id)
         return items
 
     async def update(
@@ -397,6 +421,8 @@ class Memory:
                 await self.kv.put_many([(schema.mem_key(id), item.to_json().encode())])
                 self._catalog.put(item)
                 self._dirty_feedback.discard(id)
+        if item.text != old.text:
+            self._queue_embed(id)
         return item
 
     async def delete(self, id: str) -> None:
@@ -408,6 +434,7 @@ class Memory:
             self._catalog.remove(id)
             self._dirty_feedback.discard(id)
             self._cancel_refine(id)
+            await self._drop_vectors([id])
 
     async def feedback(
         self, id: str, kind: Literal["liked", "disliked", "important"], *, durable: bool = False
@@ -451,6 +478,7 @@ class Memory:
                 self._catalog.remove(i)
                 self._dirty_feedback.discard(i)
                 self._cancel_refine(i)
+            await self._drop_vectors(chunk)
         return len(ids)
 
     async def clear(
@@ -520,6 +548,7 @@ class Memory:
                     self._catalog.remove(i.id)
                     self._dirty_feedback.discard(i.id)
                 self._archived_count += len(chunk)
+                await self._drop_vectors([i.id for i in chunk])
             return len(old)
 
     # --- encoder stage 2 (background) ------------------------------------------------
@@ -576,6 +605,57 @@ class Memory:
                 return
             await self.kv.put_many([(schema.mem_key(item_id), refined.to_json().encode())])
             self._catalog.put(refined)
+
+    # --- embeddings (background) -------------------------------------------------------
+
+    EMBED_BATCH = 32
+
+    def _queue_embed(self, item_id: str) -> None:
+        if self.vectors is not None:
+            self._embed_queue.put_nowait(item_id)
+
+    async def _drop_vectors(self, ids: Sequence[str]) -> None:
+        """Delete vectors of deleted items (caller holds the lock). A crash between the item
+        delete and this leaves an orphan vector, which is never returned: retrieval only
+        ranks ids the catalog knows."""
+        if self.vectors is not None:
+            doomed = [i for i in ids if i in self.vectors]
+            if doomed:
+                await self.vectors.delete(doomed)
+
+    async def embed_idle(self) -> None:
+        """Wait until every queued item has been embedded."""
+        await self._embed_queue.join()
+
+    async def _embed_loop(self) -> None:
+        assert self.embedder is not None and self.vectors is not None
+        while True:
+            ids = [await self._embed_queue.get()]
+            while len(ids) < self.EMBED_BATCH and not self._embed_queue.empty():
+                ids.append(self._embed_queue.get_nowait())
+            try:
+                await self._embed_batch(list(dict.fromkeys(ids)))
+            except Exception:
+                log.exception("background embedding of %d item(s) failed", len(ids))
+            finally:
+                for _ in ids:
+                    self._embed_queue.task_done()
+
+    async def _embed_batch(self, ids: list[str]) -> None:
+        assert self.embedder is not None and self.vectors is not None
+        items = [i for i in (self._catalog.get(x) for x in ids) if i is not None]
+        if not items:
+            return
+        vectors = await self.embedder.embed([i.text for i in items])
+        async with self._lock:
+            # Keep only items still there with the text that was embedded.
+            keep = [
+                j
+                for j, i in enumerate(items)
+                if (now := self._catalog.get(i.id)) is not None and now.text == i.text
+            ]
+            if keep:
+                await self.vectors.upsert([items[j].id for j in keep], vectors[keep])
 
     # --- reading ----------------------------------------------------------------------
 
@@ -664,6 +744,7 @@ class Memory:
         if not isinstance(trace, bool):
             raise ValidationError("trace must be a bool")
         plan = compile_strategy(coerce(strategy))
+        dense, notes = await self._dense_candidates(query, plan.fusion.depth)
         return retrieve(
             self._catalog,
             query,
@@ -673,7 +754,31 @@ class Memory:
             max_tokens=max_tokens,
             counter=self.token_counter,
             trace=trace,
+            dense=dense,
+            notes=notes,
         )
+
+    async def _dense_candidates(
+        self, query: str, depth: int
+    ) -> tuple[tuple[np.ndarray, np.ndarray] | None, tuple[str, ...]]:
+        """(catalog slots, cosine) of the ``depth`` nearest items, and notes for the trace."""
+        if self.vectors is None or self.embedder is None:
+            return None, ("dense retrieval off: no embedder; ranked by BM25",)
+        if not query.strip():
+            return None, ()
+        try:
+            query_vec = (await self.embedder.embed([query]))[0]
+        except Exception as exc:  # the model failing must not break retrieval
+            log.exception("query embedding failed; BM25 only")
+            return None, (f"dense retrieval failed ({type(exc).__name__}); ranked by BM25",)
+        slot_of = self._catalog.slot_of
+        hits = [(slot_of[i], s) for i, s in self.vectors.search(query_vec, depth) if i in slot_of]
+        missing = sum(1 for i in self._catalog.items if i not in self.vectors)
+        notes = (f"{missing} item(s) not embedded yet: ranked by BM25 only",) if missing else ()
+        return (
+            np.array([h[0] for h in hits], dtype=np.int64),
+            np.array([h[1] for h in hits], dtype=np.float64),
+        ), notes
 
     async def search_archive(self, query: str = "", *, limit: int = 10) -> list[ArchivedItem]:
         """Search the archive (loaded from the store on demand). Empty query: newest first."""

@@ -47,6 +47,7 @@ class ScoredMemory:
     feedback_weight: float
     tokens: int
     line: str
+    dense: float | None = None  # cosine similarity, when dense retrieval ran
 
 
 @dataclass(frozen=True)
@@ -63,12 +64,13 @@ class Candidate:
     score: float
     status: str  # "included" or one of CUT_REASONS
     tokens: int | None = None
+    dense: float | None = None  # cosine similarity, when dense retrieval ran
 
 
 @dataclass(frozen=True)
 class Retrieval:
     query: str
-    mode: str  # "bm25" or "recency"
+    mode: str  # "bm25", "hybrid" (BM25 + dense fused by RRF) or "recency" (empty query)
     memories: list[ScoredMemory]
     text: str  # the lines to inject into the prompt, best first
     tokens_used: int
@@ -76,6 +78,7 @@ class Retrieval:
     max_items: int
     token_counter: str
     trace: list[Candidate] | None = None
+    notes: tuple[str, ...] = ()  # e.g. why dense retrieval did not take part
 
     @property
     def items(self) -> list[MemoryItem]:
@@ -138,6 +141,15 @@ def filter_reasons(catalog: Catalog, plan: Plan, slots: np.ndarray, now_ms: int)
     return reason
 
 
+def _rrf_part(score: np.ndarray, ts: np.ndarray, usable: np.ndarray, k: float) -> np.ndarray:
+    """1 / (k + rank) of each usable candidate by ``score`` (ties: newer first), else 0."""
+    part = np.zeros(len(score))
+    idx = np.flatnonzero(usable & (score > 0))
+    order = idx[np.lexsort((-ts[idx], -score[idx]))]
+    part[order] = 1.0 / (k + np.arange(1, len(order) + 1))
+    return part
+
+
 def retrieve(
     catalog: Catalog,
     query: str,
@@ -148,9 +160,22 @@ def retrieve(
     max_tokens: int,
     counter: TokenCounter,
     trace: bool = False,
+    dense: tuple[np.ndarray, np.ndarray] | None = None,
+    notes: tuple[str, ...] = (),
 ) -> Retrieval:
+    """Rank and trim. ``dense`` is (catalog slots, cosine) of the nearest items by
+    embedding; with it the BM25 and dense rankings are fused by RRF (``plan.fusion``)."""
     terms = analyze(query)
-    if terms:
+    cosine: np.ndarray | None = None
+    if dense is not None:
+        mode = "hybrid"
+        lex_slots, lex = catalog.index.scores(terms) if terms else (np.zeros(0, int), np.zeros(0))
+        slots = np.union1d(lex_slots.astype(np.int64), dense[0].astype(np.int64))
+        bm25 = np.zeros(len(slots))
+        bm25[np.searchsorted(slots, lex_slots)] = lex
+        cosine = np.full(len(slots), np.nan)
+        cosine[np.searchsorted(slots, dense[0])] = dense[1]
+    elif terms:
         mode = "bm25"
         slots, bm25 = catalog.index.scores(terms)
         slots = slots.astype(np.int64, copy=False)
@@ -159,12 +184,21 @@ def retrieve(
         slots = catalog.live_slots()
         bm25 = np.ones(len(slots))
     reason = filter_reasons(catalog, plan, slots, now_ms)
-    decay = decay_factor(plan, catalog.ts[slots], now_ms)
+    ts = catalog.ts[slots]
+    decay = decay_factor(plan, ts, now_ms)
     fbw = feedback_factor(plan, catalog.net_feedback[slots], catalog.important[slots])
-    score = bm25 * decay * fbw
+    if cosine is None:
+        score = bm25 * decay * fbw
+    else:
+        usable = reason == 0
+        f = plan.fusion
+        cos = np.nan_to_num(np.maximum(cosine, 0.0), nan=0.0)
+        score = f.lexical * _rrf_part(bm25 * decay * fbw, ts, usable, f.k) + f.dense * _rrf_part(
+            cos * decay * fbw, ts, usable, f.k
+        )
     reason[(reason == 0) & (score <= 0)] = CUT_REASONS.index("zero_weight") + 1
     # Best first; ties go to the newer item.
-    order = np.lexsort((-catalog.ts[slots], -score))
+    order = np.lexsort((-ts, -score))
     if not trace:
         order = order[reason[order] == 0]
 
@@ -197,6 +231,7 @@ def retrieve(
                         float(fbw[i]),
                         tokens,
                         line,
+                        _cos(cosine, i),
                     )
                 )
         if trace:
@@ -212,9 +247,10 @@ def retrieve(
                     float(score[i]),
                     status,
                     tokens,
+                    _cos(cosine, i),
                 )
             )
-    if trace and mode == "bm25":
+    if trace and mode in ("bm25", "hybrid"):
         rows.extend(_no_match_rows(catalog, plan, slots, now_ms))
     return Retrieval(
         query=query,
@@ -226,7 +262,14 @@ def retrieve(
         max_items=max_items,
         token_counter=counter.name,
         trace=rows if trace else None,
+        notes=notes,
     )
+
+
+def _cos(cosine: np.ndarray | None, i: int) -> float | None:
+    if cosine is None or np.isnan(cosine[i]):
+        return None
+    return float(cosine[i])
 
 
 def _no_match_rows(

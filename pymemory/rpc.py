@@ -58,6 +58,7 @@ def scored_js(m: ScoredMemory) -> dict[str, Any]:
         "feedbackWeight": m.feedback_weight,
         "tokens": m.tokens,
         "line": m.line,
+        "dense": m.dense,
     }
 
 
@@ -73,6 +74,7 @@ def candidate_js(c: Candidate) -> dict[str, Any]:
         "score": c.score,
         "status": c.status,
         "tokens": c.tokens,
+        "dense": c.dense,
     }
 
 
@@ -87,6 +89,7 @@ def retrieval_js(r: Retrieval) -> dict[str, Any]:
         "maxItems": r.max_items,
         "tokenCounter": r.token_counter,
         "trace": None if r.trace is None else [candidate_js(c) for c in r.trace],
+        "notes": list(r.notes),
     }
 
 

@@ -75,12 +75,25 @@ class FeedbackWeight:
 
 
 @dataclass(frozen=True)
+class Fusion:
+    """How BM25 and dense rankings are fused when an embedder is on: reciprocal-rank
+    fusion ``sum(weight / (k + rank))`` over each side's ranking (each side ranked by its
+    score x decay x feedback), taking the top ``depth`` dense candidates."""
+
+    k: float = 60.0
+    lexical: float = 1.0
+    dense: float = 1.0
+    depth: int = 100
+    kind: str = field(default="fusion", init=False)
+
+
+@dataclass(frozen=True)
 class Compose:
     strategies: tuple[Strategy, ...]
     kind: str = field(default="compose", init=False)
 
 
-Strategy = TimeWindow | ByTag | ByType | ByScope | TimeDecay | FeedbackWeight | Compose
+Strategy = TimeWindow | ByTag | ByType | ByScope | TimeDecay | FeedbackWeight | Fusion | Compose
 
 
 # --- constructors -----------------------------------------------------------------------
@@ -174,6 +187,16 @@ def feedback_weight(
     )
 
 
+def fusion(k: float = 60.0, lexical: float = 1.0, dense: float = 1.0, depth: int = 100) -> Fusion:
+    k = _number("fusion.k", k)
+    if k <= 0:
+        raise StrategyError("fusion.k must be > 0")
+    lexical, dense = _number("fusion.lexical", lexical), _number("fusion.dense", dense)
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 10_000:
+        raise StrategyError("fusion.depth must be an int in 1..10000")
+    return Fusion(float(k), float(lexical), float(dense), depth)
+
+
 def compose(*strategies: Strategy | Iterable[Strategy]) -> Compose:
     if len(strategies) == 1 and isinstance(strategies[0], (list, tuple)):
         strategies = tuple(strategies[0])
@@ -205,6 +228,7 @@ _BUILDERS: dict[str, Any] = {
     "by_scope": lambda scopes: by_scope(*_as_list(scopes)),
     "time_decay": time_decay,
     "feedback_weight": feedback_weight,
+    "fusion": fusion,
     "compose": lambda strategies: compose([from_dict(s) for s in _as_list(strategies)]),
 }
 
@@ -256,6 +280,7 @@ class Plan:
     window_hours: float | None = None
     decay: TimeDecay = field(default_factory=TimeDecay)
     feedback: FeedbackWeight = field(default_factory=FeedbackWeight)
+    fusion: Fusion = field(default_factory=Fusion)
 
     def since(self, now_ms: int) -> int | None:
         bounds = [b for b in (self.since_ms,) if b is not None]
@@ -301,5 +326,7 @@ def _apply(plan: Plan, s: Strategy) -> None:
         plan.decay = s
     elif isinstance(s, FeedbackWeight):
         plan.feedback = s
+    elif isinstance(s, Fusion):
+        plan.fusion = s
     else:
         raise StrategyError(f"not a strategy: {s!r}")

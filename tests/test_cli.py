@@ -316,7 +316,7 @@ def test_search_ranks_with_scores_and_filters(cli: Cli, tmp_path: Path) -> None:
     result = cli.json("search", "dark mode editor")
     assert set(result) == {
         "query", "mode", "memories", "text", "tokens_used", "max_tokens", "max_items",
-        "token_counter", "trace", "strategy",
+        "token_counter", "trace", "strategy", "notes",
     }  # fmt: skip
     assert result["mode"] == "bm25"
     assert result["strategy"] is None and result["trace"] is None

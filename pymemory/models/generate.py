@@ -271,9 +271,7 @@ async def generate(
         raise ValueError("generate() needs a non-empty prompt")
     mask = allowed_mask(spec.vocab_size, config.allowed_ids, config.stop_ids)
     t0 = time.perf_counter()
-    cache, logits = await prefill(
-        session, spec, prompt, chunk=config.prefill_chunk, cache=prefix
-    )
+    cache, logits = await prefill(session, spec, prompt, chunk=config.prefill_chunk, cache=prefix)
     prefill_ms = (time.perf_counter() - t0) * 1000
     output: list[int] = []
     step_ms: list[float] = []

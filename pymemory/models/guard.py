@@ -87,7 +87,7 @@ _LABEL = re.compile(
     r"|answer|output|result|摘要|总结|概括|核心意图|意图|回答|输出)(?:\*\*)?\s*[:：]\s*",
     re.IGNORECASE,
 )
-_QUOTES = ("\"\"", "''", "“”", "‘’", "「」", "『』", "``")
+_QUOTES = ('""', "''", "“”", "‘’", "「」", "『』", "``")
 
 
 def clean_candidate(text: str) -> str:
@@ -133,7 +133,7 @@ _REQUEST_CUES_EN = re.compile(
     r"i would like|i need|we need|help me|let's|let us|remind me|make sure|don't forget|"
     r"looking for|i'd love|if possible|"
     r"how do i|how can i|is it possible|tell me|show me|give me|send me)\b"
-    r"|^\s*(?:add|fix|make|create|write|update|remove|delete|change|convert|use|send|check|"
+    r"|(?:^|[,;.!]\s*|\b(?:so|just|then|and|always|never|please)\s+)(?:add|fix|make|create|write|update|remove|delete|change|convert|use|send|check|"
     r"run|install|show|explain|summarize|summarise|translate|book|schedule|set|call|email|"
     r"list|find|build|deploy|rename|move|open|close|stop|start|keep|try|implement|refactor|"
     r"test|review|compare|draft|prepare|cancel|reply|tell|give|put|save|export|import)\b",
@@ -362,9 +362,7 @@ def _is_negation_zh(text: str, i: int) -> bool:
         return False
     if 0 < i < len(text) - 1 and text[i - 1] == text[i + 1]:
         return False
-    return not any(
-        text[max(0, i - 1) : i + 2].find(word) != -1 for word in _NOT_NEGATIONS_ZH
-    )
+    return not any(text[max(0, i - 1) : i + 2].find(word) != -1 for word in _NOT_NEGATIONS_ZH)
 
 
 def _negated_bigrams_zh(text: str) -> list[str]:
@@ -401,7 +399,7 @@ def specifics(text: str) -> list[str]:
         elif (
             token[:1].isupper()
             and before
-            and before[-1] not in ".!?:;\n。！？；：\"“(["
+            and before[-1] not in '.!?:;\n。！？；："“(['
             and token.lower() not in _FUNCTION_EN
             and not token.startswith(("I'", "I’"))
         ):

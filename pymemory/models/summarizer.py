@@ -1,0 +1,463 @@
+"""Encoder stage 2: SmolLM2-135M-Instruct refines the stage-1 summary, behind a guard.
+
+    refiner = await load_smollm2_refiner()              # CPython: .cache/models/smollm2
+    mem = await Memory.open(refiner=refiner)            # refines new items in the background
+    await refiner.refine(text, stage1_summary, type="message")   # -> str | None
+
+How one refinement runs (the same in CPython and Pyodide, model calls through the runtime):
+
+1. the language is Chinese if the source is (:func:`~pymemory.models.guard.is_chinese`);
+2. the prompt is built by hand in ChatML: a system message with the instruction (the
+   Chinese one is 请用 15~25 字概括以下内容的核心意图...) and a few worked examples as chat
+   turns; this prefix is fixed per language, so its KV cache is computed once and reused;
+   then a user turn with the stage-1 summary (already cut to the sentences that matter)
+   and the assistant turn, primed with the summary's first word ("User" / 用户) for text
+   people wrote;
+3. greedy decoding (:mod:`~pymemory.models.generate`), optionally restricted to the tokens
+   of the source, the framing words and punctuation;
+4. the output must end with the end-of-turn token (else "unfinished") and pass the
+   :class:`~pymemory.models.guard.Guard`; otherwise ``refine`` returns None and stage 1
+   stays. :attr:`SmolLm2Refiner.stats` counts the outcomes and the rejection reasons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin
+
+from ..inference.runtime import InferenceRuntime, InferenceSession
+from .generate import CausalLmSpec, Generation, GenerationConfig, KvCache, generate, prefill
+from .guard import Guard, Verdict, is_chinese
+
+__all__ = [
+    "DEFAULT_STYLE",
+    "PromptStyle",
+    "Refinement",
+    "RefinerStats",
+    "SmolLm2Refiner",
+    "find_smollm2_dir",
+    "load_smollm2_refiner",
+]
+
+HUMAN_TYPES = ("message", "user_feedback", "user_preference")
+IM_START, IM_END = "<|im_start|>", "<|im_end|>"
+
+
+@dataclass(frozen=True)
+class Example:
+    """A worked example shown to the model: a memory of ``type`` and its summary."""
+
+    type: str
+    text: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class PromptStyle:
+    """Everything that shapes the prompt and the decoding; one per evaluated variant."""
+
+    name: str
+    system_en: str
+    system_zh: str
+    examples_en: tuple[Example, ...] = ()
+    examples_zh: tuple[Example, ...] = ()
+    source: str = "stage1"
+    """What the user turn shows: ``"stage1"`` (the stage-1 summary) or ``"text"``."""
+    prime: bool = True
+    """Start the answer with "User" / 用户 for text people wrote."""
+    constrain: bool = False
+    """Only let the model write tokens of the source, framing words and punctuation."""
+    max_source_tokens: int = 256
+    max_new_tokens_en: int = 48
+    max_new_tokens_zh: int = 64
+    no_repeat_ngram: int = 0
+
+    def system(self, zh: bool) -> str:
+        return self.system_zh if zh else self.system_en
+
+    def examples(self, zh: bool) -> tuple[Example, ...]:
+        return self.examples_zh if zh else self.examples_en
+
+    def prime_for(self, zh: bool, type: str) -> str:
+        if not self.prime or type not in HUMAN_TYPES:
+            return ""
+        return "用户" if zh else "User"
+
+
+_EXAMPLES_EN = (
+    Example(
+        "message",
+        "could you move my 1:1 with Dana from Monday to Wednesday afternoon? Monday is packed.",
+        "User wants the 1:1 with Dana moved from Monday to Wednesday afternoon.",
+    ),
+    Example(
+        "tool_result",
+        "Export finished: 1204 rows written to sales.csv, 12 rows skipped because the date "
+        "column was empty.",
+        "Export wrote 1204 rows to sales.csv; 12 rows skipped because the date column was empty.",
+    ),
+    Example(
+        "user_preference",
+        "I really don't like long emails, keep them to a few lines.",
+        "User does not like long emails and wants them kept to a few lines.",
+    ),
+)
+_EXAMPLES_ZH = (
+    Example(
+        "message",
+        "周五的分享会能不能改到下周一下午？我周五要请假。",
+        "用户想把周五的分享会改到下周一下午",
+    ),
+    Example(
+        "tool_result",
+        "导出完成：共写入 1204 行到 sales.csv，其中 12 行因为日期为空被跳过。",
+        "导出写入1204行到sales.csv，12行因日期为空被跳过",
+    ),
+    Example(
+        "user_preference",
+        "我不太喜欢太长的邮件，尽量控制在几行以内。",
+        "用户不喜欢太长的邮件，希望控制在几行以内",
+    ),
+)
+
+DEFAULT_STYLE = PromptStyle(
+    name="fewshot-stage1-prime",
+    system_en=(
+        "Summarize the user's text in one short sentence. Keep names, numbers and dates. "
+        "Do not add anything that is not in the text."
+    ),
+    system_zh="请用 15~25 字概括以下内容的核心意图，不要添加任何解释，输出纯中文。",
+    examples_en=_EXAMPLES_EN,
+    examples_zh=_EXAMPLES_ZH,
+)
+
+
+@dataclass
+class Refinement:
+    """One refinement attempt, for inspection and evaluation."""
+
+    raw: str
+    """What the model wrote (with the prime), before cleaning."""
+    verdict: Verdict
+    generation: Generation | None
+    language: str
+    ms: float
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict.accepted
+
+    @property
+    def text(self) -> str | None:
+        return self.verdict.text if self.verdict.accepted else None
+
+
+@dataclass
+class RefinerStats:
+    """Counts of refinement outcomes; ``reasons`` counts rejection codes."""
+
+    calls: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    model_ms: float = 0.0
+
+    def record(self, refinement: Refinement) -> None:
+        self.calls += 1
+        self.model_ms += refinement.ms
+        if refinement.accepted:
+            self.accepted += 1
+        else:
+            self.rejected += 1
+            self.reasons.update(set(refinement.verdict.codes))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "accepted": self.accepted,
+            "rejected": self.rejected,
+            "acceptance_rate": self.accepted / self.calls if self.calls else 0.0,
+            "reasons": dict(self.reasons.most_common()),
+            "model_ms": round(self.model_ms, 1),
+        }
+
+
+def _turn(role: str, content: str) -> str:
+    return f"{IM_START}{role}\n{content}{IM_END}\n"
+
+
+# Words a summary may frame the source with; their tokens are allowed when constraining.
+_FRAMING_EN = (
+    "User user The the a an and or but to of in on for with from at by is are was were "
+    "wants asks needs says notes does not no their they it its that this about whether "
+    "The user"
+).split()
+_FRAMING_ZH = list("用户要求希望想询问反馈认为表示的了和与及并在是对将把为被也但不没")
+_PUNCTUATION = [".", ",", ";", ":", "(", ")", "-", "'s", "/", "，", "。", "、", "；", "："]
+
+
+class SmolLm2Refiner:
+    """Encoder stage 2 with SmolLM2-135M-Instruct (``method = "model"``).
+
+    ``runtime`` loads ``model_dir_or_url`` + ``config["file"]`` on first use; ``tokenizer``
+    has ``encode(text, add_special_tokens=False)`` and ``decode(ids)``. ``config`` and
+    ``generation`` are the folder's config.json and generation.json. Every output passes
+    ``guard`` (a default :class:`Guard` that also knows the prompt) before it is returned.
+    Refinements run one at a time (``Memory`` queues them anyway).
+    """
+
+    method = "model"
+
+    def __init__(
+        self,
+        runtime: InferenceRuntime,
+        model_dir_or_url: str | os.PathLike[str],
+        tokenizer: Any,
+        *,
+        guard: Guard | None = None,
+        config: Mapping[str, Any],
+        generation: Mapping[str, Any],
+        style: PromptStyle = DEFAULT_STYLE,
+    ) -> None:
+        self.runtime = runtime
+        self.location = os.fspath(model_dir_or_url)
+        self.tokenizer = tokenizer
+        self.config = dict(config)
+        self.generation = dict(generation)
+        self.style = style
+        self.spec = CausalLmSpec.from_config(self.config)
+        self.model_url = _join(self.location, str(self.config.get("file", "model.onnx")))
+        prompt_texts = [style.system_en, style.system_zh]
+        prompt_texts += [e.text + " " + e.summary for e in (*style.examples_en, *style.examples_zh)]
+        self.guard = guard if guard is not None else Guard(prompt_texts=prompt_texts)
+        self.stop_ids = tuple(int(i) for i in self.generation.get("stop_token_ids", (0, 2)))
+        self.prefill_chunk = int(self.generation.get("prefill_chunk_tokens", 16))
+        self.stats = RefinerStats()
+        self.load_ms: float | None = None
+        self._session: InferenceSession | None = None
+        self._prefixes: dict[bool, KvCache] = {}
+        self._lock: asyncio.Lock | None = None
+        self._framing_ids: dict[bool, frozenset[int]] = {}
+
+    def __repr__(self) -> str:
+        return f"SmolLm2Refiner({self.style.name}, {self.runtime.name}, {self.model_url!r})"
+
+    # -- model ------------------------------------------------------------------------------
+
+    async def load(self) -> InferenceSession:
+        """Load the model session once (timed in ``load_ms``)."""
+        if self._session is None:
+            t0 = time.perf_counter()
+            self._session = await self.runtime.load(self.model_url)
+            self.load_ms = (time.perf_counter() - t0) * 1000
+        return self._session
+
+    def encode(self, text: str) -> list[int]:
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        return [int(i) for i in getattr(ids, "ids", ids)]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return str(self.tokenizer.decode(list(ids)))
+
+    # -- prompt -----------------------------------------------------------------------------
+
+    def prefix_text(self, zh: bool) -> str:
+        """The fixed part of the prompt: system message and worked examples."""
+        parts = [_turn("system", self.style.system(zh))]
+        for example in self.style.examples(zh):
+            source = example.text
+            parts.append(_turn("user", source))
+            parts.append(_turn("assistant", example.summary))
+        return "".join(parts)
+
+    def request_text(self, text: str, summary: str, *, type: str, zh: bool) -> str:
+        """The variable part: the user turn and the (primed) assistant turn."""
+        shown = summary if self.style.source == "stage1" and summary.strip() else text
+        ids = self.encode(shown)
+        if len(ids) > self.style.max_source_tokens:
+            shown = self.decode(ids[: self.style.max_source_tokens])
+        prime = self.style.prime_for(zh, type)
+        return _turn("user", shown.strip()) + f"{IM_START}assistant\n" + prime
+
+    def prompt(self, text: str, summary: str, *, type: str = "message") -> str:
+        """The whole prompt for one refinement (for inspection)."""
+        zh = is_chinese(text)
+        return self.prefix_text(zh) + self.request_text(text, summary, type=type, zh=zh)
+
+    async def _prefix(self, zh: bool) -> KvCache:
+        cache = self._prefixes.get(zh)
+        if cache is None:
+            session = await self.load()
+            ids = self.encode(self.prefix_text(zh))
+            cache, _ = await prefill(session, self.spec, ids, chunk=self.prefill_chunk)
+            self._prefixes[zh] = cache
+        return cache
+
+    def allowed_ids(self, text: str, zh: bool) -> frozenset[int]:
+        """Tokens the model may write when constrained: the source's (words with and
+        without a leading space, capitalised, lightly inflected), framing words and
+        punctuation."""
+        ids: set[int] = set(self.encode(text))
+        words = set(re.findall(r"[A-Za-z][A-Za-z'-]*|\d", text))
+        for word in words:
+            forms = {word, word.lower(), word.capitalize()}
+            if word.isalpha() and len(word) > 2:
+                low = word.lower()
+                forms |= {low + "s", low + "ed", low + "d", low + "ing", low[:-1] + "ied"}
+            for form in forms:
+                ids.update(self.encode(form))
+                ids.update(self.encode(" " + form))
+        if zh not in self._framing_ids:
+            extra: set[int] = set()
+            for word in (*(_FRAMING_ZH if zh else _FRAMING_EN), *_PUNCTUATION):
+                extra.update(self.encode(word))
+                extra.update(self.encode(" " + word))
+            self._framing_ids[zh] = frozenset(extra)
+        return frozenset(ids | self._framing_ids[zh])
+
+    # -- refinement -------------------------------------------------------------------------
+
+    async def propose(self, text: str, summary: str, *, type: str = "message") -> Refinement:
+        """Run the model and the guard on one memory; never raises for bad output."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            t0 = time.perf_counter()
+            zh = is_chinese(text)
+            language = "zh" if zh else "en"
+            if not text.strip():
+                verdict = Verdict(False, ("empty_source",), "")
+                return Refinement("", verdict, None, language, 0.0)
+            session = await self.load()
+            prefix = await self._prefix(zh)
+            request = self.request_text(text, summary, type=type, zh=zh)
+            style = self.style
+            config = GenerationConfig(
+                max_new_tokens=style.max_new_tokens_zh if zh else style.max_new_tokens_en,
+                stop_ids=self.stop_ids,
+                prefill_chunk=self.prefill_chunk,
+                no_repeat_ngram=style.no_repeat_ngram,
+                allowed_ids=self.allowed_ids(text, zh) if style.constrain else None,
+                min_new_tokens=1,
+            )
+            gen = await generate(
+                session, self.spec, self.encode(request), config, decode=self.decode, prefix=prefix
+            )
+            raw = style.prime_for(zh, type) + gen.text
+            if gen.stop_reason != "stop":
+                verdict = Verdict(False, (f"unfinished: {gen.stop_reason}",), raw.strip())
+            else:
+                verdict = self.guard.check(text, raw, stage1=summary)
+            ms = (time.perf_counter() - t0) * 1000
+            refinement = Refinement(raw, verdict, gen, language, ms)
+            self.stats.record(refinement)
+            return refinement
+
+    async def refine(self, text: str, summary: str, *, type: str = "message") -> str | None:
+        """The model's summary of ``text`` if the guard accepts it, else None."""
+        return (await self.propose(text, summary, type=type)).text
+
+    def with_style(self, style: PromptStyle) -> SmolLm2Refiner:
+        """A refiner sharing this one's runtime, model session and tokenizer, with another
+        prompt style (and fresh stats)."""
+        other = SmolLm2Refiner(
+            self.runtime,
+            self.location,
+            self.tokenizer,
+            config=self.config,
+            generation=self.generation,
+            style=style,
+        )
+        other._session = self._session
+        other.load_ms = self.load_ms
+        return other
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+def _join(location: str, name: str) -> str:
+    if "://" in location:
+        return urljoin(location if location.endswith("/") else location + "/", name)
+    return os.path.join(location, name)
+
+
+def find_smollm2_dir() -> Path | None:
+    """``<models>/smollm2`` with a model.onnx: ``$PYMEMORY_MODELS``, then ``.cache/models``
+    in the current folder or above it, then beside this checkout."""
+    from .embedder import find_model_dir
+
+    return find_model_dir("smollm2")
+
+
+async def _read(runtime: Any, location: str) -> bytes:
+    reader = getattr(runtime, "read_bytes", None)
+    if reader is not None:
+        return bytes(await reader(location))
+    return await asyncio.to_thread(Path(location).read_bytes)
+
+
+class SummarizerUnavailableError(RuntimeError):
+    """The SmolLM2 model files are not there (run ``python3 build.py setup``)."""
+
+
+async def load_smollm2_refiner(
+    runtime: InferenceRuntime | None = None,
+    model_dir: str | os.PathLike[str] | None = None,
+    *,
+    guard: Guard | None = None,
+    style: PromptStyle = DEFAULT_STYLE,
+    intra_op_threads: int | None = None,
+    preload: bool = True,
+) -> SmolLm2Refiner:
+    """A ready :class:`SmolLm2Refiner`.
+
+    In CPython the defaults do: ``runtime`` is a new ``OrtRuntime`` and ``model_dir`` is
+    found by :func:`find_smollm2_dir`. In the browser pass the ``OrtWebRuntime`` and the
+    model folder's URL. config.json, generation.json and tokenizer.json are read through
+    the runtime (``read_bytes``, when it has one); the session is created now unless
+    ``preload`` is false.
+    """
+    if runtime is None:
+        from ..inference.ort import OrtRuntime
+
+        runtime = OrtRuntime(intra_op_threads=intra_op_threads)
+    if model_dir is None:
+        found = find_smollm2_dir()
+        if found is None:
+            raise SummarizerUnavailableError(
+                "the SmolLM2 model is not built: no .cache/models/smollm2/model.onnx found (run "
+                "python3 build.py setup, or set PYMEMORY_MODELS to the models folder)"
+            )
+        model_dir = found
+    location = os.fspath(model_dir)
+    from ..tokenizers import load_tokenizer
+
+    config = json.loads(await _read(runtime, _join(location, "config.json")))
+    generation = json.loads(await _read(runtime, _join(location, "generation.json")))
+    tokenizer = load_tokenizer(json.loads(await _read(runtime, _join(location, "tokenizer.json"))))
+    refiner = SmolLm2Refiner(
+        runtime,
+        location,
+        tokenizer,
+        guard=guard,
+        config=config,
+        generation=generation,
+        style=style,
+    )
+    if preload:
+        await refiner.load()
+    return refiner
+
+
+__all__ += ["Example", "SummarizerUnavailableError"]
+_ = replace  # dataclasses.replace is re-exported for building style variants

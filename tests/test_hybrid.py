@@ -1,0 +1,113 @@
+"""Embeddings stored beside items, and BM25 + dense fused by RRF in retrieval."""
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from pymemory import Memory
+from pymemory.embedding import HashingEmbedder
+from pymemory.kv import MapKv, SqliteKv
+from pymemory.strategies import compose, fusion, from_dict, to_dict
+
+
+class CountingEmbedder:
+    """Wraps an embedder and counts the texts it embeds (a collaborator spy)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name, self.dim = inner.name, inner.dim
+        self.texts: list[str] = []
+        self.gate: asyncio.Event | None = None
+
+    async def embed(self, texts):
+        if self.gate is not None:
+            await self.gate.wait()
+        self.texts.extend(texts)
+        return await self.inner.embed(texts)
+
+
+async def test_vectors_are_stored_and_a_reload_never_re_embeds(tmp_path):
+    path = tmp_path / "m.db"
+    embedder = CountingEmbedder(HashingEmbedder())
+    mem = await Memory.open(path, embedder=embedder)
+    items = await mem.add_many([{"text": f"note about topic {i}"} for i in range(40)])
+    await mem.embed_idle()
+    assert len(await mem.kv.scan("vec:")) == 40
+    assert sorted(embedder.texts) == sorted(i.text for i in items)
+    await mem.close()
+
+    embedder = CountingEmbedder(HashingEmbedder())
+    mem = await Memory.open(path, embedder=embedder)
+    await mem.embed_idle()
+    assert embedder.texts == []  # loaded from the store, not recomputed
+    result = await mem.retrieve("topic 7")
+    assert result.mode == "hybrid" and embedder.texts == ["topic 7"]
+    assert result.items[0].text == "note about topic 7"
+    await mem.close()
+
+
+async def test_backfill_update_delete_and_archive_keep_vectors_in_step(tmp_path):
+    kv = await SqliteKv.open(tmp_path / "b.db")
+    mem = await Memory.open(kv)  # no embedder yet
+    a = await mem.add("the quarterly report is due on Friday")
+    b = await mem.add("lunch with Sam next week")
+    await mem.close()
+    mem = await Memory.open(kv, embedder=HashingEmbedder())
+    await mem.embed_idle()  # items written before the embedder get embedded once
+    assert {k for k, _ in await kv.scan("vec:")} == {"vec:" + a.id, "vec:" + b.id}
+    before = mem.vectors.get(a.id).copy()
+    await mem.update(a.id, text="the annual report is due in March")
+    await mem.embed_idle()
+    assert not np.allclose(mem.vectors.get(a.id), before)
+    await mem.delete(b.id)
+    assert await kv.get("vec:" + b.id) is None and b.id not in mem.vectors
+    await mem.close()
+    await kv.close()
+
+
+async def test_dense_off_or_pending_is_said_in_the_result():
+    mem = await Memory.open(MapKv())
+    await mem.add("alpha beta")
+    result = await mem.retrieve("alpha")
+    assert result.mode == "bm25" and "no embedder" in result.notes[0]
+    await mem.close()
+
+    embedder = CountingEmbedder(HashingEmbedder())
+    embedder.gate = asyncio.Event()  # hold the background embedding
+    mem = await Memory.open(MapKv(), embedder=embedder)
+    item = await mem.add("alpha beta gamma")
+    embedder.gate.set()
+    result = await mem.retrieve("alpha", trace=True)
+    if item.id not in mem.vectors:
+        assert any("not embedded yet" in n for n in result.notes)
+    await mem.embed_idle()
+    result = await mem.retrieve("alpha", trace=True)
+    assert result.notes == ()
+    row = result.trace[0]
+    assert row.dense is not None and row.bm25 > 0 and row.status == "included"
+    await mem.close()
+
+
+async def test_rrf_fuses_both_rankings_with_weights():
+    mem = await Memory.open(MapKv(), embedder=HashingEmbedder())
+    exact = await mem.add("error code E4021 on the payment page")
+    near = await mem.add("the payments page shows errors")
+    await mem.embed_idle()
+    result = await mem.retrieve("E4021", trace=True)
+    by_id = {c.id: c for c in result.trace}
+    k = 60.0
+    # exact is first in the BM25 ranking; its fused score includes that side's 1/(k+1).
+    assert by_id[exact.id].score >= 1 / (k + 1)
+    lexical_only = await mem.retrieve("E4021", fusion(lexical=1, dense=0), trace=True)
+    assert [c.id for c in lexical_only.trace if c.status == "included"] == [exact.id]
+    assert {c.id: c.score for c in lexical_only.trace}[exact.id] == pytest.approx(1 / (k + 1))
+    dense_only = await mem.retrieve("E4021", fusion(lexical=0, dense=1, k=10), trace=True)
+    assert all(c.bm25 == 0 or c.score <= 1 / 11 for c in dense_only.trace)
+    assert near.id in {c.id for c in result.trace}
+    await mem.close()
+
+
+def test_fusion_strategy_serialises():
+    s = compose(fusion(k=20, lexical=0.5, dense=1.5, depth=50))
+    assert from_dict(to_dict(s)) == s
