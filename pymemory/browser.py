@@ -154,6 +154,7 @@ def create_api(bridge: Any, *, durability: str = "strict", **memory_options: Any
     if ort_bridge is not None:
         runtime = OrtWebRuntime(ort_bridge)
         api.embedder_factory = lambda: load_minilm_web(runtime)
+        api.refiner_factory = lambda: load_smollm2_web(runtime)
     return api
 
 
@@ -287,3 +288,11 @@ async def load_minilm_web(runtime: OrtWebRuntime, model_url: str | None = None) 
     from .models import load_minilm
 
     return await load_minilm(runtime, model_url or runtime.models_url + "minilm/")
+
+
+async def load_smollm2_web(runtime: OrtWebRuntime, model_url: str | None = None) -> Any:
+    """The SmolLM2 summarizer (Encoder stage 2) over onnxruntime-web, from the site's
+    ``/models/smollm2/`` (kept in Cache Storage after the first visit)."""
+    from .models.summarizer import load_smollm2_refiner
+
+    return await load_smollm2_refiner(runtime, model_url or runtime.models_url + "smollm2/")

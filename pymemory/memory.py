@@ -180,21 +180,44 @@ class Memory:
             )
             memory.schema_migrated_from = await schema.ensure_schema(kv)
             await memory._load()
-            if embedder is not None:
-                memory.vectors = await KvVectorStore.open(kv, embedder.dim, vector_dtype)
         except BaseException:
             if owns:
                 await kv.close()
             raise
         memory._maintenance = asyncio.ensure_future(memory._maintain())
-        if refiner is not None:
-            memory._refiner_task = asyncio.ensure_future(memory._refine_loop())
-        if memory.vectors is not None:
-            for item_id in memory._catalog.items:
-                if item_id not in memory.vectors:  # written before the embedder was on
-                    memory._embed_queue.put_nowait(item_id)
-            memory._embed_task = asyncio.ensure_future(memory._embed_loop())
+        memory.refiner = memory.embedder = None
+        try:
+            if refiner is not None:
+                await memory.attach_refiner(refiner)
+            if embedder is not None:
+                await memory.attach_embedder(embedder, vector_dtype=vector_dtype)
+        except BaseException:
+            await memory.close()
+            raise
         return memory
+
+    async def attach_embedder(
+        self, embedder: Embedder, *, vector_dtype: Literal["int8", "float16", "float32"] = "int8"
+    ) -> None:
+        """Turn dense retrieval on (e.g. once a model has loaded): load the stored vectors
+        and embed, in the background, every item that has none yet."""
+        self._check_open()
+        if self.embedder is not None:
+            raise ValidationError("an embedder is already attached")
+        self.vectors = await KvVectorStore.open(self.kv, embedder.dim, vector_dtype)
+        self.embedder = embedder
+        for item_id in self._catalog.items:
+            if item_id not in self.vectors:  # written before the embedder was on
+                self._embed_queue.put_nowait(item_id)
+        self._embed_task = asyncio.ensure_future(self._embed_loop())
+
+    async def attach_refiner(self, refiner: Refiner) -> None:
+        """Turn Encoder stage 2 on for items added from now on."""
+        self._check_open()
+        if self.refiner is not None:
+            raise ValidationError("a refiner is already attached")
+        self.refiner = refiner
+        self._refiner_task = asyncio.ensure_future(self._refine_loop())
 
     @property
     def clock(self) -> Callable[[], int]:

@@ -133,15 +133,17 @@ def _py(params: dict[str, Any]) -> dict[str, Any]:
 class RpcApi:
     """Memories by database name, opened on first use, behind one ``call`` entry point."""
 
-    #: Makes the embedder of the ``embed`` diagnostic on first use (None: MiniLM on
-    #: onnxruntime, CPython; the browser sets one over onnxruntime-web).
+    #: Make the local models on first use (None: MiniLM / SmolLM2 on onnxruntime in
+    #: CPython; the browser sets factories over onnxruntime-web).
     embedder_factory: Callable[[], Awaitable[Any]] | None = None
+    refiner_factory: Callable[[], Awaitable[Any]] | None = None
 
     def __init__(self, kv_factory: KvFactory, **memory_options: Any) -> None:
         self._kv_factory = kv_factory
         self._memory_options = memory_options
         self._memories: dict[str, Memory] = {}
         self._embedder: Any = None
+        self._refiner: Any = None
 
     async def call(
         self, db: str, method: str, params_json: str = "{}", progress: Progress | None = None
@@ -325,6 +327,51 @@ class RpcApi:
                 self._embedder = made
         return self._embedder
 
+    async def refiner(self) -> Any:
+        """The local summarizer (Encoder stage 2), made on first use by ``refiner_factory``."""
+        if self._refiner is None:
+            factory = self.refiner_factory
+            if factory is None:
+                from .models.summarizer import load_smollm2_refiner
+
+                factory = load_smollm2_refiner
+            try:
+                made = await factory()
+            except Exception as exc:
+                raise ModelUnavailableError(f"the local summarizer cannot load: {exc}") from exc
+            if self._refiner is None:
+                self._refiner = made
+        return self._refiner
+
+    async def _m_loadModels(self, db: str, params: Any) -> dict[str, Any]:
+        """Load the local models and attach them to this database's Memory: ``embedder``
+        (MiniLM: dense + hybrid retrieval) and ``summarizer`` (SmolLM2: Encoder stage 2).
+        Idempotent. Returns what is attached and how long loading took."""
+        p = _params(params, {"embedder", "summarizer"})
+        memory = await self.memory(db)
+        out: dict[str, Any] = {}
+        if p.get("embedder", False):
+            t0 = time.perf_counter()
+            embedder = await self.embedder()
+            if memory.embedder is None:
+                await memory.attach_embedder(embedder)
+            out["embedder"] = {"name": embedder.name, "loadMs": _ms(t0)}
+        if p.get("summarizer", False):
+            t0 = time.perf_counter()
+            refiner = await self.refiner()
+            if memory.refiner is None:
+                await memory.attach_refiner(refiner)
+            out["summarizer"] = {"name": refiner.method, "loadMs": _ms(t0)}
+        return out
+
+    async def _m_modelsIdle(self, db: str, params: Any) -> dict[str, int]:
+        """Wait for background embedding and refinement to catch up (tests, benchmarks)."""
+        _params(params, set())
+        memory = await self.memory(db)
+        await memory.embed_idle()
+        await memory.refine_idle()
+        return {"embedded": 0 if memory.vectors is None else len(memory.vectors)}
+
     async def _m_embed(self, db: str, params: Any) -> dict[str, Any]:
         """Diagnostics: embed ``texts`` (or token ``inputIds``) with the local model.
         ``raw``: also return the model's ``last_hidden_state`` for the padded batch
@@ -391,6 +438,16 @@ class RpcApi:
             if destroy is not None:
                 await destroy()
         return [{"name": r.name, "ok": r.ok, "error": r.error} for r in results]
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 1)
+
+
+class ModelUnavailableError(PymemoryError):
+    """A local model could not load (not built, or its files are unreachable)."""
+
+    code = "model_unavailable"
 
 
 def _error(code: str, message: str) -> str:

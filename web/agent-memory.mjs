@@ -16,6 +16,8 @@ export const ERROR_CODES = Object.freeze([
   "boot_failed", // the worker could not start Pyodide or install pymemory
   "not_ready", // a call reached the worker before it was initialised
   "unknown_method", // the worker does not know the method (version mismatch)
+  "model_unavailable", // a local model could not load (not built or not served)
+  "embedder_unavailable", // the embedding model could not load
   "llm_error", // a model call failed (HTTP error, network, malformed reply): observer.flush
   "internal", // a bug: please report it
 ]);
@@ -86,6 +88,9 @@ export function resolveStrategy(strategy, { tags, custom } = {}) {
 
 // --- the shared worker connection ----------------------------------------------------
 
+/** Local models a client can ask for: MiniLM embeddings, the SmolLM2 summarizer. */
+export const MODELS = Object.freeze(["embedder", "summarizer"]);
+
 const DEFAULT_WORKER_URL = new URL("../worker/memory-worker.mjs", import.meta.url).href;
 const connections = new Map();
 
@@ -144,6 +149,25 @@ class Connection {
     }
     if (!answer.ok) throw new MemoryError(answer.error.code, answer.error.message);
     return answer.result;
+  }
+
+  async loadModels(dbName, models) {
+    const want = Object.fromEntries(models.map((m) => [m, true]));
+    const mark = (state, extra = {}) =>
+      this._setStatus({
+        ...this.status,
+        models: { ...this.status.models, ...Object.fromEntries(models.map((m) => [m, state])), ...extra },
+      });
+    mark("loading");
+    try {
+      const result = await this.call(dbName, "loadModels", want);
+      mark("ready", { info: result });
+      this._emit(dbName);
+      return result;
+    } catch (err) {
+      mark("error", { error: { code: err.code, message: err.message } });
+      throw err;
+    }
   }
 
   onChange(dbName, fn) {
@@ -211,8 +235,12 @@ export function createAgentMemory(options = {}) {
     tags,
     custom,
     workerUrl = DEFAULT_WORKER_URL,
+    models,
     ...workerOptions
   } = options;
+  if (models != null && (!Array.isArray(models) || models.some((m) => !MODELS.includes(m)))) {
+    throw new MemoryError("invalid_input", `models must be a list of: ${MODELS.join(", ")}`);
+  }
   const conn = connection(workerUrl, workerOptions);
   const resolved = resolveStrategy(strategy, { tags, custom });
   let closed = false;
@@ -226,6 +254,12 @@ export function createAgentMemory(options = {}) {
 
   const opened = conn.ready.then(() => call("open", {}));
   opened.catch(() => {});
+  // Local models load after the store opens; until then retrieval is BM25 only and new
+  // items keep their rule summaries. Progress shows in status.models.
+  const modelsLoaded = models?.length
+    ? opened.then(() => conn.loadModels(dbName, models))
+    : Promise.resolve({});
+  modelsLoaded.catch(() => {});
 
   const client = {
     dbName,
@@ -237,6 +271,8 @@ export function createAgentMemory(options = {}) {
       return conn.status;
     },
     ready: opened.then(() => conn.status),
+    /** Resolves when the requested local models are attached (see `models`). */
+    modelsReady: modelsLoaded,
     // `fn` gets the current status at once, then every change.
     onStatus(fn) {
       conn.statusListeners.add(fn);

@@ -33,6 +33,7 @@ __all__ = [
     "Generation",
     "GenerationConfig",
     "KvCache",
+    "TokenFilter",
     "allowed_mask",
     "generate",
     "next_token",
@@ -141,15 +142,22 @@ def _banned_by_ngrams(output: Sequence[int], n: int) -> set[int]:
     return banned
 
 
+TokenFilter = Callable[[Sequence[int], int], bool]
+"""``(output so far, candidate token) -> allowed?``: a constraint that depends on state."""
+FILTER_TRIES = 64  # how many of the best tokens a TokenFilter is offered per step
+
+
 def next_token(
     logits: np.ndarray,
     output: Sequence[int],
     config: GenerationConfig,
     mask: np.ndarray | None = None,
+    token_filter: TokenFilter | None = None,
 ) -> int | None:
     """The greedy choice from one position's ``logits`` (``(vocab,)``) under ``config``'s
-    constraints; ``mask`` is a precomputed boolean ``(vocab,)`` of allowed tokens. None if
-    every token is banned."""
+    constraints; ``mask`` is a precomputed boolean ``(vocab,)`` of allowed tokens, and
+    ``token_filter`` is offered the best remaining tokens in order (the first it accepts
+    wins; stop tokens always pass). None if no token is allowed."""
     scores = np.asarray(logits, dtype=np.float32).copy()
     if mask is not None:
         scores[~mask] = -np.inf
@@ -159,10 +167,17 @@ def next_token(
     for token in banned:
         if 0 <= token < scores.shape[0]:
             scores[token] = -np.inf
-    best = int(np.argmax(scores))
-    if not np.isfinite(scores[best]):
-        return None
-    return best
+    if token_filter is None:
+        best = int(np.argmax(scores))
+        return best if np.isfinite(scores[best]) else None
+    tries = min(FILTER_TRIES, scores.shape[0])
+    top = np.argpartition(-scores, tries - 1)[:tries]
+    for token in top[np.argsort(-scores[top], kind="stable")]:
+        if not np.isfinite(scores[token]):
+            break
+        if int(token) in config.stop_ids or token_filter(output, int(token)):
+            return int(token)
+    return None
 
 
 def allowed_mask(
@@ -260,11 +275,13 @@ async def generate(
     *,
     decode: Callable[[list[int]], str] | None = None,
     prefix: KvCache | None = None,
+    token_filter: TokenFilter | None = None,
 ) -> Generation:
     """Greedy continuation of ``prompt_ids``; ``decode`` turns the new ids into text.
 
     ``prefix``: the cache of tokens that come before ``prompt_ids`` (from :func:`prefill`;
     left unchanged), e.g. a fixed system prompt and few-shot examples computed once.
+    ``token_filter``: a stateful constraint (see :func:`next_token`).
     """
     prompt = [int(i) for i in prompt_ids]
     if not prompt:
@@ -278,7 +295,7 @@ async def generate(
     reason = "length"
     t1 = time.perf_counter()
     for step in range(config.max_new_tokens):
-        token = next_token(logits, output, config, mask)
+        token = next_token(logits, output, config, mask, token_filter)
         if token is None:
             reason = "empty"
             break
@@ -297,7 +314,7 @@ async def generate(
         ids=output,
         text=text,
         stop_reason=reason,
-        prompt_tokens=len(prompt),
+        prompt_tokens=len(prompt) + (prefix.length if prefix is not None else 0),
         prefill_ms=prefill_ms,
         decode_ms=decode_ms,
         steps=len(step_ms),

@@ -95,37 +95,40 @@ class PromptStyle:
 
 _EXAMPLES_EN = (
     Example(
-        "message",
-        "could you move my 1:1 with Dana from Monday to Wednesday afternoon? Monday is packed.",
-        "User wants the 1:1 with Dana moved from Monday to Wednesday afternoon.",
-    ),
-    Example(
         "tool_result",
         "Export finished: 1204 rows written to sales.csv, 12 rows skipped because the date "
         "column was empty.",
-        "Export wrote 1204 rows to sales.csv; 12 rows skipped because the date column was empty.",
+        "Export wrote 1204 rows to sales.csv; 12 rows were skipped because the date column "
+        "was empty.",
     ),
     Example(
-        "user_preference",
-        "I really don't like long emails, keep them to a few lines.",
-        "User does not like long emails and wants them kept to a few lines.",
+        "user_feedback",
+        "Great answer, but the second code sample has a typo in the import line.",
+        "User says the answer is great but the second code sample has a typo in the import "
+        "line.",
+    ),
+    Example(
+        "message",
+        "Hi, could you move my 1:1 with Dana from Monday to Wednesday afternoon? Monday is "
+        "packed.",
+        "User wants the 1:1 with Dana moved from Monday to Wednesday afternoon.",
     ),
 )
 _EXAMPLES_ZH = (
-    Example(
-        "message",
-        "周五的分享会能不能改到下周一下午？我周五要请假。",
-        "用户想把周五的分享会改到下周一下午",
-    ),
     Example(
         "tool_result",
         "导出完成：共写入 1204 行到 sales.csv，其中 12 行因为日期为空被跳过。",
         "导出写入1204行到sales.csv，12行因日期为空被跳过",
     ),
     Example(
-        "user_preference",
-        "我不太喜欢太长的邮件，尽量控制在几行以内。",
-        "用户不喜欢太长的邮件，希望控制在几行以内",
+        "user_feedback",
+        "这个回答挺好的，不过第二段代码的导入语句有个拼写错误。",
+        "用户认为回答挺好，但第二段代码的导入语句有拼写错误",
+    ),
+    Example(
+        "message",
+        "周五的分享会能不能改到下周一下午？我周五要请假。",
+        "用户想把周五的分享会改到下周一下午",
     ),
 )
 

@@ -1,0 +1,63 @@
+"""Local models in the worker: MiniLM for hybrid retrieval and SmolLM2 as Encoder stage 2,
+loaded after boot, with the same results as CPython."""
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+from browserkit import js
+
+from pymemory.encoder import RuleEncoder
+from pymemory.models.summarizer import load_smollm2_refiner
+
+TEXTS = [
+    "Hi there! Could you please move our weekly sync with the design team from Tuesday "
+    "to Thursday at 3pm? Thanks a lot, and sorry for the late notice.",
+    "你好！我觉得这个方案有点复杂，能不能简化一下？另外我需要它能在 Windows 上运行。谢谢",
+    "The deploy to staging failed because the database migration timed out after 30 seconds.",
+]
+
+
+def test_models_load_after_boot_and_match_cpython(harness):
+    got = js(
+        harness,
+        """
+        const m = pm.createAgentMemory({ dbName: "models", models: ["embedder", "summarizer"] });
+        const phases = [];
+        m.onStatus((s) => phases.push(JSON.stringify(s.models ?? null)));
+        await m.ready;
+        const before = await m.retrieve("design meeting");   // models may still be loading
+        await m.modelsReady;
+        const items = [];
+        for (const t of args[0]) items.push(await m.addMemory(t));
+        await pm.connection().call("models", "modelsIdle", {});
+        const after = await Promise.all(items.map((i) => m.get(i.id)));
+        const r = await m.retrieve("reschedule the design meeting", { trace: true });
+        return { phases, before, items, after, r, status: m.status };
+        """,
+        TEXTS,
+    )
+    assert got["status"]["models"]["embedder"] == "ready"
+    assert got["status"]["models"]["summarizer"] == "ready"
+    assert any('"loading"' in p for p in got["phases"])
+    # add() returned stage 1 at once; the model refined in the background.
+    assert all(i["contentMethod"] in ("rules", "verbatim") for i in got["items"])
+    assert got["r"]["mode"] == "hybrid" and got["r"]["notes"] == []
+    assert got["r"]["trace"][0]["dense"] is not None
+    assert got["r"]["memories"][0]["item"]["id"] == got["items"][0]["id"]
+
+    # Whatever the browser's model wrote passed its guard; CPython's guard agrees. (Greedy
+    # outputs of the int8 model can differ between onnxruntime's CPU and WASM kernels on
+    # near-tied tokens, so the texts themselves are not compared.)
+    refined = [(t, i) for t, i in zip(TEXTS, got["after"], strict=True)
+               if i["contentMethod"] == "model"]  # fmt: skip
+    assert refined, "the summarizer refined nothing"
+
+    async def check():
+        refiner = await load_smollm2_refiner(preload=False)
+        return [
+            refiner.guard.check(t, i["content"], stage1=RuleEncoder().summarize(t)).accepted
+            for t, i in refined
+        ]
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API owns this thread's loop
+        assert all(pool.submit(asyncio.run, check()).result())
