@@ -94,6 +94,8 @@ class Memory:
         self.kv = kv
         self.refiner = refiner
         self.embedder = embedder
+        # Called as fn(kind, item_id) after background work changes an item ("refined").
+        self.listeners: list[Callable[[str, str], object]] = []
         self.vectors: KvVectorStore | None = None
         self._embed_queue: asyncio.Queue[str] = asyncio.Queue()
         self._embed_task: asyncio.Task[None] | None = None
@@ -628,6 +630,14 @@ class Memory:
                 return
             await self.kv.put_many([(schema.mem_key(item_id), refined.to_json().encode())])
             self._catalog.put(refined)
+        self._notify("refined", item_id)
+
+    def _notify(self, kind: str, item_id: str) -> None:
+        for fn in list(self.listeners):
+            try:
+                fn(kind, item_id)
+            except Exception:
+                log.exception("change listener failed")
 
     # --- embeddings (background) -------------------------------------------------------
 

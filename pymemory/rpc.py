@@ -183,7 +183,16 @@ class RpcApi:
                 await memory.kv.close()
                 return self._memories[db]
             self._memories[db] = memory
+            memory.listeners.append(lambda kind, item_id: self._changed(db, kind, item_id))
         return memory
+
+    #: Called as fn(db, kind, item_id) when background work changes a memory (the worker
+    #: forwards it to pages, whose hooks then refresh).
+    on_change: Callable[[str, str, str], object] | None = None
+
+    def _changed(self, db: str, kind: str, item_id: str) -> None:
+        if self.on_change is not None:
+            self.on_change(db, kind, item_id)
 
     async def close_all(self) -> None:
         from .rpc_agent import close_agents
@@ -364,13 +373,17 @@ class RpcApi:
             out["summarizer"] = {"name": refiner.method, "loadMs": _ms(t0)}
         return out
 
-    async def _m_modelsIdle(self, db: str, params: Any) -> dict[str, int]:
+    async def _m_modelsIdle(self, db: str, params: Any) -> dict[str, Any]:
         """Wait for background embedding and refinement to catch up (tests, benchmarks)."""
         _params(params, set())
         memory = await self.memory(db)
         await memory.embed_idle()
         await memory.refine_idle()
-        return {"embedded": 0 if memory.vectors is None else len(memory.vectors)}
+        stats = getattr(memory.refiner, "stats", None)
+        return {
+            "embedded": 0 if memory.vectors is None else len(memory.vectors),
+            "summarizer": None if stats is None else stats.as_dict(),
+        }
 
     async def _m_embed(self, db: str, params: Any) -> dict[str, Any]:
         """Diagnostics: embed ``texts`` (or token ``inputIds``) with the local model.

@@ -109,3 +109,15 @@ async def test_close_stops_a_running_refinement():
     await mem.add("long job")
     await asyncio.wait_for(refiner.started.wait(), 1)
     await asyncio.wait_for(mem.close(), 2)
+
+
+async def test_listeners_hear_about_background_refinements():
+    refiner = ScriptedRefiner({"tell me when done": "done summary"})
+    mem = await Memory.open(MapKv(), refiner=refiner)
+    heard = []
+    mem.listeners.append(lambda kind, item_id: heard.append((kind, item_id)))
+    mem.listeners.append(lambda kind, item_id: 1 / 0)  # a broken listener is only logged
+    item = await mem.add("tell me when done")
+    await mem.refine_idle()
+    assert heard == [("refined", item.id)]
+    await mem.close()

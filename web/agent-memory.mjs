@@ -129,6 +129,7 @@ class Connection {
         return s;
       });
     this.ready.catch(() => {}); // surfaced through calls and status
+    this.remote.onChange(Comlink.proxy((dbName) => this._emit(dbName, true)));
   }
 
   _setStatus(s) {

@@ -13,6 +13,7 @@ let api = null; // the Python RpcApi
 let booting = null;
 let status = { phase: "starting", progress: 0, ready: false, error: null };
 const listeners = new Set();
+const changeListeners = new Set();
 
 function report(phase, progress, extra = {}) {
   status = { ...status, phase, progress, ...extra };
@@ -47,6 +48,12 @@ async function boot(options) {
   // onnxruntime-web loads lazily, on the first model use; one WASM thread unless asked.
   ort.configure({ numThreads: options.ortThreads ?? 1 });
   api = browser.create_api.callKwargs({ ...idb, ort }, kwargs);
+  // Background work (the summarizer rewriting an item) tells the pages, so hooks refresh.
+  api.on_change = (db, kind, id) => {
+    for (const fn of changeListeners) {
+      Promise.resolve(fn(db, kind, id)).catch(() => changeListeners.delete(fn));
+    }
+  };
   report("ready", 1, { ready: true, bootMs: performance.now() - t0 });
 }
 
@@ -68,6 +75,11 @@ const service = {
 
   status() {
     return status;
+  },
+
+  // `fn(dbName, kind, id)` (a comlink proxy) hears about changes made in the background.
+  onChange(fn) {
+    changeListeners.add(fn);
   },
 
   // One Memory API call. `params` is a JSON-able object; `onProgress` an optional proxy.

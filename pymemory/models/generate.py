@@ -144,7 +144,7 @@ def _banned_by_ngrams(output: Sequence[int], n: int) -> set[int]:
 
 TokenFilter = Callable[[Sequence[int], int], bool]
 """``(output so far, candidate token) -> allowed?``: a constraint that depends on state."""
-FILTER_TRIES = 64  # how many of the best tokens a TokenFilter is offered per step
+FILTER_TRIES = 512  # how many of the best tokens a TokenFilter is offered per step
 
 
 def next_token(

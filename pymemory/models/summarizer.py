@@ -28,7 +28,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -74,8 +74,17 @@ class PromptStyle:
     """What the user turn shows: ``"stage1"`` (the stage-1 summary) or ``"text"``."""
     prime: bool = True
     """Start the answer with "User" / 用户 for text people wrote."""
-    constrain: bool = False
-    """Only let the model write tokens of the source, framing words and punctuation."""
+    constrain: str = "none"
+    """``"none"``; ``"chars"``: every Han character written must be in the source (or a
+    framing word); ``"tokens"``: that, and only tokens of the source, framing words and
+    punctuation may be written."""
+    per_type: bool = True
+    """Show only the examples of the memory's type (one cached prefix per type)."""
+    types: tuple[str, ...] = HUMAN_TYPES
+    """The memory types refined; others keep stage 1 without a model call (machine text
+    such as tool results is summarised well by the rules, and the model only garbles it)."""
+    tag_type: bool = False
+    """Show the memory's type in the user turn ("[tool_result] ...")."""
     max_source_tokens: int = 256
     max_new_tokens_en: int = 48
     max_new_tokens_zh: int = 64
@@ -84,8 +93,13 @@ class PromptStyle:
     def system(self, zh: bool) -> str:
         return self.system_zh if zh else self.system_en
 
-    def examples(self, zh: bool) -> tuple[Example, ...]:
-        return self.examples_zh if zh else self.examples_en
+    def examples(self, zh: bool, type: str) -> tuple[Example, ...]:
+        """The examples shown for a memory of ``type``: those of that type if
+        ``per_type`` (all of them when there are none), else all."""
+        every = self.examples_zh if zh else self.examples_en
+        if not self.per_type:
+            return every
+        return tuple(e for e in every if e.type == type) or every
 
     def prime_for(self, zh: bool, type: str) -> str:
         if not self.prime or type not in HUMAN_TYPES:
@@ -95,11 +109,16 @@ class PromptStyle:
 
 _EXAMPLES_EN = (
     Example(
-        "tool_result",
-        "Export finished: 1204 rows written to sales.csv, 12 rows skipped because the date "
-        "column was empty.",
-        "Export wrote 1204 rows to sales.csv; 12 rows were skipped because the date column "
-        "was empty.",
+        "message",
+        "Hi, could you move my meeting with Dana from Monday to Wednesday afternoon? Monday "
+        "is packed.",
+        "User wants the meeting with Dana moved from Monday to Wednesday afternoon.",
+    ),
+    Example(
+        "message",
+        "I've been thinking about the blog redesign. Let's keep the current fonts but make "
+        "the header a darker green.",
+        "User wants to keep the current blog fonts but make the header a darker green.",
     ),
     Example(
         "user_feedback",
@@ -108,17 +127,31 @@ _EXAMPLES_EN = (
         "line.",
     ),
     Example(
-        "message",
-        "Hi, could you move my 1:1 with Dana from Monday to Wednesday afternoon? Monday is "
-        "packed.",
-        "User wants the 1:1 with Dana moved from Monday to Wednesday afternoon.",
+        "user_feedback",
+        "This recipe was way too salty, I'd use half the soy sauce next time.",
+        "User says the recipe was too salty and would use half the soy sauce next time.",
+    ),
+    Example(
+        "user_preference",
+        "Please always reply in British English and keep answers under five sentences.",
+        "User wants replies in British English and answers under five sentences.",
+    ),
+    Example(
+        "user_preference",
+        "I'm a morning person, so schedule my workouts before 8am.",
+        "User is a morning person and wants workouts scheduled before 8am.",
     ),
 )
 _EXAMPLES_ZH = (
     Example(
-        "tool_result",
-        "导出完成：共写入 1204 行到 sales.csv，其中 12 行因为日期为空被跳过。",
-        "导出写入1204行到sales.csv，12行因日期为空被跳过",
+        "message",
+        "周五的分享会能不能改到下周一下午？我周五要请假。",
+        "用户想把周五的分享会改到下周一下午",
+    ),
+    Example(
+        "message",
+        "我打算下个月开始学吉他，想找一个周末上课的老师。",
+        "用户下个月开始学吉他，想找周末上课的老师",
     ),
     Example(
         "user_feedback",
@@ -126,9 +159,19 @@ _EXAMPLES_ZH = (
         "用户认为回答挺好，但第二段代码的导入语句有拼写错误",
     ),
     Example(
-        "message",
-        "周五的分享会能不能改到下周一下午？我周五要请假。",
-        "用户想把周五的分享会改到下周一下午",
+        "user_feedback",
+        "菜谱太咸了，下次酱油减半。",
+        "用户反馈菜谱太咸，下次酱油减半",
+    ),
+    Example(
+        "user_preference",
+        "以后给我发的报告都用 PDF 格式，别用 Word。",
+        "用户希望报告都用 PDF 格式，不用 Word",
+    ),
+    Example(
+        "user_preference",
+        "我习惯早上锻炼，健身尽量安排在八点以前。",
+        "用户习惯早上锻炼，希望健身安排在八点以前",
     ),
 )
 
@@ -169,6 +212,9 @@ class RefinerStats:
     """Counts of refinement outcomes; ``reasons`` counts rejection codes."""
 
     calls: int = 0
+    """Model runs (skipped memories not counted)."""
+    skipped: int = 0
+    """Memories of a type that is not refined, or blank."""
     accepted: int = 0
     rejected: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
@@ -186,6 +232,7 @@ class RefinerStats:
     def as_dict(self) -> dict[str, Any]:
         return {
             "calls": self.calls,
+            "skipped": self.skipped,
             "accepted": self.accepted,
             "rejected": self.rejected,
             "acceptance_rate": self.accepted / self.calls if self.calls else 0.0,
@@ -199,13 +246,86 @@ def _turn(role: str, content: str) -> str:
 
 
 # Words a summary may frame the source with; their tokens are allowed when constraining.
-_FRAMING_EN = (
+_FRAMING_EN = tuple(
     "User user The the a an and or but to of in on for with from at by is are was were "
-    "wants asks needs says notes does not no their they it its that this about whether "
-    "The user"
-).split()
-_FRAMING_ZH = list("用户要求希望想询问反馈认为表示的了和与及并在是对将把为被也但不没")
-_PUNCTUATION = [".", ",", ";", ":", "(", ")", "-", "'s", "/", "，", "。", "、", "；", "："]
+    "wants asks needs says notes their they it its that this about whether".split()
+)
+_FRAMING_ZH = ("用户", "要求", "希望", "想", "询问", "反馈", "认为", "表示") + tuple(
+    "的了和与及并在是对将把为被也但"
+)
+_NEGATION_EN = ("not", "no", "does", "doesn't", "don't")
+_NEGATION_ZH = ("不", "没")
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|nothing|nobody|none|without|cannot)\b|n't|[不没别无未]", re.IGNORECASE
+)
+_PUNCTUATION = (".", ",", ";", ":", "(", ")", "-", "'s", "/", "，", "。", "、", "；", "：")
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _token_bytes_of(tokenizer: Any) -> Callable[[int], bytes]:
+    """``id -> the bytes it stands for`` for a byte-level BPE tokenizer."""
+    from ..tokenizers.bytelevel_bpe import unicode_to_bytes
+
+    table = unicode_to_bytes()
+    cache: dict[int, bytes] = {}
+
+    def token_bytes(token: int) -> bytes:
+        found = cache.get(token)
+        if found is None:
+            piece = tokenizer.id_to_token(token) or ""
+            if all(c in table for c in piece):
+                found = bytes(table[c] for c in piece)
+            else:
+                found = piece.encode("utf-8")
+            cache[token] = found
+        return found
+
+    return token_bytes
+
+
+class HanFilter:
+    """A :data:`~pymemory.models.generate.TokenFilter`: every Han character the output
+    completes must be in ``chars``, and a trailing partial UTF-8 sequence must be able to
+    become one of them (byte-level BPE splits a character over several tokens)."""
+
+    def __init__(self, token_bytes: Callable[[int], bytes], chars: Iterable[str]) -> None:
+        self.token_bytes = token_bytes
+        self.chars = frozenset(chars)
+        self.prefixes = frozenset(
+            c.encode()[:k] for c in self.chars for k in range(1, len(c.encode()))
+        )
+
+    def __call__(self, output: Sequence[int], token: int) -> bool:
+        pending = _pending(b"".join(self.token_bytes(t) for t in output[-4:]))
+        return self._valid(pending + self.token_bytes(token))
+
+    def _valid(self, data: bytes) -> bool:
+        i = 0
+        while i < len(data):
+            lead = data[i]
+            if lead >> 6 == 2 or lead >= 0xF8:
+                return False  # a continuation byte where a character should start
+            size = 1 if lead < 0x80 else 2 if lead >> 5 == 6 else 3 if lead >> 4 == 14 else 4
+            if i + size > len(data):
+                return data[i:] in self.prefixes
+            try:
+                char = data[i : i + size].decode("utf-8")
+            except UnicodeDecodeError:
+                return False
+            if _HAN.fullmatch(char) and char not in self.chars:
+                return False
+            i += size
+        return True
+
+
+def _pending(data: bytes) -> bytes:
+    """The incomplete UTF-8 character at the end of ``data`` (b"" if it ends cleanly)."""
+    for back in range(1, min(4, len(data)) + 1):
+        lead = data[-back]
+        if lead >> 6 != 2:  # a lead byte (or ASCII)
+            size = 1 if lead < 0x80 else 2 if lead >> 5 == 6 else 3 if lead >> 4 == 14 else 4
+            return data[-back:] if size > back else b""
+    return b""
 
 
 class SmolLm2Refiner:
@@ -240,16 +360,18 @@ class SmolLm2Refiner:
         self.spec = CausalLmSpec.from_config(self.config)
         self.model_url = _join(self.location, str(self.config.get("file", "model.onnx")))
         prompt_texts = [style.system_en, style.system_zh]
-        prompt_texts += [e.text + " " + e.summary for e in (*style.examples_en, *style.examples_zh)]
+        examples = (*style.examples_en, *style.examples_zh)
+        prompt_texts += [e.text + " " + e.summary for e in examples]
         self.guard = guard if guard is not None else Guard(prompt_texts=prompt_texts)
         self.stop_ids = tuple(int(i) for i in self.generation.get("stop_token_ids", (0, 2)))
         self.prefill_chunk = int(self.generation.get("prefill_chunk_tokens", 16))
         self.stats = RefinerStats()
         self.load_ms: float | None = None
         self._session: InferenceSession | None = None
-        self._prefixes: dict[bool, KvCache] = {}
+        self._prefixes: dict[tuple[bool, str], KvCache] = {}
         self._lock: asyncio.Lock | None = None
-        self._framing_ids: dict[bool, frozenset[int]] = {}
+        self._framing_ids: dict[tuple[bool, bool], frozenset[int]] = {}
+        self._token_bytes: Callable[[int], bytes] | None = None
 
     def __repr__(self) -> str:
         return f"SmolLm2Refiner({self.style.name}, {self.runtime.name}, {self.model_url!r})"
@@ -273,11 +395,11 @@ class SmolLm2Refiner:
 
     # -- prompt -----------------------------------------------------------------------------
 
-    def prefix_text(self, zh: bool) -> str:
+    def prefix_text(self, zh: bool, type: str = "message") -> str:
         """The fixed part of the prompt: system message and worked examples."""
         parts = [_turn("system", self.style.system(zh))]
-        for example in self.style.examples(zh):
-            source = example.text
+        for example in self.style.examples(zh, type):
+            source = f"[{example.type}] {example.text}" if self.style.tag_type else example.text
             parts.append(_turn("user", source))
             parts.append(_turn("assistant", example.summary))
         return "".join(parts)
@@ -289,20 +411,23 @@ class SmolLm2Refiner:
         if len(ids) > self.style.max_source_tokens:
             shown = self.decode(ids[: self.style.max_source_tokens])
         prime = self.style.prime_for(zh, type)
-        return _turn("user", shown.strip()) + f"{IM_START}assistant\n" + prime
+        shown = f"[{type}] {shown.strip()}" if self.style.tag_type else shown.strip()
+        return _turn("user", shown) + f"{IM_START}assistant\n" + prime
 
     def prompt(self, text: str, summary: str, *, type: str = "message") -> str:
         """The whole prompt for one refinement (for inspection)."""
         zh = is_chinese(text)
-        return self.prefix_text(zh) + self.request_text(text, summary, type=type, zh=zh)
+        return self.prefix_text(zh, type) + self.request_text(text, summary, type=type, zh=zh)
 
-    async def _prefix(self, zh: bool) -> KvCache:
-        cache = self._prefixes.get(zh)
+    async def _prefix(self, zh: bool, type: str) -> KvCache:
+        """The KV cache of :meth:`prefix_text`, computed once per (language, type)."""
+        key = (zh, type if self.style.per_type else "")
+        cache = self._prefixes.get(key)
         if cache is None:
             session = await self.load()
-            ids = self.encode(self.prefix_text(zh))
+            ids = self.encode(self.prefix_text(zh, type))
             cache, _ = await prefill(session, self.spec, ids, chunk=self.prefill_chunk)
-            self._prefixes[zh] = cache
+            self._prefixes[key] = cache
         return cache
 
     def allowed_ids(self, text: str, zh: bool) -> frozenset[int]:
@@ -319,13 +444,28 @@ class SmolLm2Refiner:
             for form in forms:
                 ids.update(self.encode(form))
                 ids.update(self.encode(" " + form))
-        if zh not in self._framing_ids:
+        negations = _NEGATION.search(text) is not None
+        key = (zh, negations)
+        if key not in self._framing_ids:
             extra: set[int] = set()
-            for word in (*(_FRAMING_ZH if zh else _FRAMING_EN), *_PUNCTUATION):
+            framing = _FRAMING_ZH if zh else _FRAMING_EN
+            if negations:
+                framing = framing + (_NEGATION_ZH if zh else _NEGATION_EN)
+            for word in (*framing, *_PUNCTUATION):
                 extra.update(self.encode(word))
                 extra.update(self.encode(" " + word))
-            self._framing_ids[zh] = frozenset(extra)
-        return frozenset(ids | self._framing_ids[zh])
+            self._framing_ids[key] = frozenset(extra)
+        return frozenset(ids | self._framing_ids[key])
+
+    def char_filter(self, text: str) -> HanFilter:
+        """The token filter keeping every Han character written inside the source's (and
+        the framing words')."""
+        if self._token_bytes is None:
+            self._token_bytes = _token_bytes_of(self.tokenizer)
+        chars = set(_HAN.findall(text)) | set("".join(_FRAMING_ZH))
+        if _NEGATION.search(text):
+            chars |= set("".join(_NEGATION_ZH))
+        return HanFilter(self._token_bytes, chars)
 
     # -- refinement -------------------------------------------------------------------------
 
@@ -337,11 +477,12 @@ class SmolLm2Refiner:
             t0 = time.perf_counter()
             zh = is_chinese(text)
             language = "zh" if zh else "en"
-            if not text.strip():
-                verdict = Verdict(False, ("empty_source",), "")
+            if not text.strip() or type not in self.style.types:
+                self.stats.skipped += 1
+                verdict = Verdict(False, ("skipped",), "")
                 return Refinement("", verdict, None, language, 0.0)
             session = await self.load()
-            prefix = await self._prefix(zh)
+            prefix = await self._prefix(zh, type)
             request = self.request_text(text, summary, type=type, zh=zh)
             style = self.style
             config = GenerationConfig(
@@ -349,11 +490,17 @@ class SmolLm2Refiner:
                 stop_ids=self.stop_ids,
                 prefill_chunk=self.prefill_chunk,
                 no_repeat_ngram=style.no_repeat_ngram,
-                allowed_ids=self.allowed_ids(text, zh) if style.constrain else None,
+                allowed_ids=self.allowed_ids(text, zh) if style.constrain == "tokens" else None,
                 min_new_tokens=1,
             )
             gen = await generate(
-                session, self.spec, self.encode(request), config, decode=self.decode, prefix=prefix
+                session,
+                self.spec,
+                self.encode(request),
+                config,
+                decode=self.decode,
+                prefix=prefix,
+                token_filter=self.char_filter(text) if zh and style.constrain != "none" else None,
             )
             raw = style.prime_for(zh, type) + gen.text
             if gen.stop_reason != "stop":

@@ -29,10 +29,14 @@ def test_models_load_after_boot_and_match_cpython(harness):
         await m.modelsReady;
         const items = [];
         for (const t of args[0]) items.push(await m.addMemory(t));
-        await pm.connection().call("models", "modelsIdle", {});
+        let changes = 0;
+        m.subscribe(() => changes++);
+        const idle = await pm.connection().call("models", "modelsIdle", {});
+        const t0 = performance.now();
+        while (changes === 0 && performance.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 20));
         const after = await Promise.all(items.map((i) => m.get(i.id)));
         const r = await m.retrieve("reschedule the design meeting", { trace: true });
-        return { phases, before, items, after, r, status: m.status };
+        return { phases, before, items, after, r, status: m.status, changes, idle };
         """,
         TEXTS,
     )
@@ -50,7 +54,12 @@ def test_models_load_after_boot_and_match_cpython(harness):
     # near-tied tokens, so the texts themselves are not compared.)
     refined = [(t, i) for t, i in zip(TEXTS, got["after"], strict=True)
                if i["contentMethod"] == "model"]  # fmt: skip
-    assert refined, "the summarizer refined nothing"
+    stats = got["idle"]["summarizer"]
+    assert stats["calls"] == len(TEXTS)  # the model ran on every new item
+    assert stats["accepted"] == len(refined)  # and only accepted outputs were written
+    assert got["idle"]["embedded"] == len(TEXTS)
+    if refined:
+        assert got["changes"] >= 1  # the page heard about the background rewrite
 
     async def check():
         refiner = await load_smollm2_refiner(preload=False)

@@ -9,7 +9,7 @@ from pymemory.testing import PageMemory, PageMemoryError
 def test_seed_inspect_reset_through_the_demo_page(context, base_url):
     page = context.new_page()
     errors = watch_errors(page)
-    page.goto(f"{base_url}/?db=e2e-app")
+    page.goto(f"{base_url}/?db=e2e-app&models=0")
     memory = PageMemory(page, db_name="e2e-app")
     assert memory.wait_ready()["items"] == 0
 

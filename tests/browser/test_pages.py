@@ -9,15 +9,21 @@ from pymemory.testing import PageMemory
 def test_demo_add_query_feedback_forget(context, base_url):
     page = context.new_page()
     errors = watch_errors(page)
-    page.goto(f"{base_url}/?db=demo-test")
+    page.goto(f"{base_url}/?db=demo-test&models=0")  # BM25 ranking: a like multiplies by 5
     page.wait_for_selector("[data-testid=status][data-ready=true]")
 
     def add(text, type_="message", scope="conversation", tags=""):
         page.get_by_test_id("add-type").select_option(type_)
         page.get_by_test_id("add-scope").select_option(scope)
         page.get_by_test_id("add-tags").fill(tags)
+        count = page.get_by_test_id("memory-item").count()
         page.get_by_test_id("add-text").fill(text)
         page.get_by_test_id("add-submit").click()
+        # The worker may be busy loading the local models: wait for this add to land.
+        page.wait_for_function(
+            "(n) => document.querySelectorAll('[data-testid=memory-item]').length === n + 1",
+            arg=count,
+        )
 
     add("I prefer answers as tables, not bullet points.", "user_preference", "user", "format")
     add("Hi! Can you summarise the meeting notes as a table? Thanks!", tags="meeting")

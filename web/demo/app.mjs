@@ -29,7 +29,9 @@ const FEEDBACK = [
 
 const params = new URLSearchParams(location.search);
 const DB_NAME = params.get("db") || "pymemory-demo";
-const client = createAgentMemory({ dbName: DB_NAME, scope: "conversation" });
+// ?models=0 turns the local models off (BM25 only, rule summaries).
+const MODELS = params.get("models") === "0" ? [] : ["embedder", "summarizer"];
+const client = createAgentMemory({ dbName: DB_NAME, scope: "conversation", models: MODELS });
 window.pymemoryDemo = { client }; // handy from the console and in tests
 
 // --- helpers ---------------------------------------------------------------------------
@@ -96,7 +98,22 @@ function BootStatus({ status, readyMs, failure }) {
   >
     <progress max="1" value=${progress} aria-label="Boot progress"></progress>
     ${text}
+    <${ModelStatus} models=${status.models} />
   </div>`;
+}
+
+const MODEL_LABELS = { embedder: "MiniLM embeddings (hybrid search)", summarizer: "SmolLM2 summaries" };
+
+function ModelStatus({ models }) {
+  if (!models) return null;
+  return html`<span class="models" data-testid="models">
+    ${Object.keys(MODEL_LABELS)
+      .filter((m) => models[m])
+      .map(
+        (m) => html`<span class="badge model-${models[m]}" data-testid=${`model-${m}`}
+          data-state=${models[m]}>${MODEL_LABELS[m]}: ${models[m]}</span>`,
+      )}
+  </span>`;
 }
 
 function Badges({ item }) {
@@ -106,10 +123,14 @@ function Badges({ item }) {
     <span class="badge type" title="type">${item.type}</span>
     <span class="badge scope" title="scope">${item.scope}</span>
     ${item.tags.map((t) => html`<span class="badge tag" title="tag">#${t}</span>`)}
-    ${!["given", "verbatim"].includes(item.contentMethod) &&
-    html`<span class="badge summary" title=${`content summarised from the raw text (${item.contentMethod})`}
-      >summary</span
-    >`}
+    ${item.contentMethod === "model"
+      ? html`<span class="badge refined" data-testid="refined" title="summary rewritten by the local model (SmolLM2), checked by the guard"
+          >refined by model</span
+        >`
+      : !["given", "verbatim"].includes(item.contentMethod) &&
+        html`<span class="badge summary" title=${`content summarised from the raw text (${item.contentMethod})`}
+          >summary</span
+        >`}
     ${expiry && html`<span class="badge">${expiry}</span>`}
     ${fb.liked > 0 && html`<span title="likes">👍 ${fb.liked}</span>`}
     ${fb.disliked > 0 && html`<span title="dislikes">👎 ${fb.disliked}</span>`}
