@@ -68,7 +68,7 @@ def test_debug_page_shows_every_candidate_and_why(context, base_url):
     memory.seed([f"deploy note {i} about the staging server" for i in range(4)])
     memory.seed(["unrelated grocery list"], scope="user")
 
-    page.goto(f"{base_url}/debug/memory?db=debug-test")
+    page.goto(f"{base_url}/debug/memory?db=debug-test&models=0")
     page.wait_for_selector("[data-testid=status]")
     page.get_by_test_id("debug-query").fill("staging deploy")
     page.get_by_test_id("debug-max-items").fill("2")

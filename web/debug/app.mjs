@@ -25,9 +25,16 @@ const STATUSES = {
   no_match: "shares no term with the query (newest 100 shown)",
 };
 
+const MODE_HINTS = {
+  bm25: " (query terms ranked by BM25 × decay × feedback)",
+  hybrid: " (BM25 and dense rankings, each × decay × feedback, fused by RRF)",
+  recency: " (no query terms: every memory, by recency)",
+};
+
 const params = new URLSearchParams(location.search);
 const DB_NAME = params.get("db") || "pymemory-demo";
-const client = createAgentMemory({ dbName: DB_NAME });
+const MODELS = params.get("models") === "0" ? [] : ["embedder"];
+const client = createAgentMemory({ dbName: DB_NAME, models: MODELS });
 window.pymemoryDebug = { client };
 
 // --- helpers ---------------------------------------------------------------------------
@@ -144,7 +151,8 @@ function Summary({ r, elapsed }) {
   return html`<div class="summary-bar">
     <span data-testid="debug-mode" data-mode=${r.mode}>
       mode: <strong>${r.mode}</strong>
-      <span class="hint">${r.mode === "bm25" ? " (query terms ranked by BM25)" : " (no query terms: every memory, by recency)"}</span>
+      <span class="hint">${MODE_HINTS[r.mode] ?? ""}</span>
+      ${(r.notes ?? []).map((n) => html`<span class="hint" data-testid="debug-note"> · ${n}</span>`)}
     </span>
     <span data-testid="debug-tokens" class="tokens" data-used=${r.tokensUsed} data-max=${r.maxTokens}>
       tokens: <strong>${r.tokensUsed} / ${r.maxTokens}</strong>
@@ -179,9 +187,10 @@ function TraceTable({ trace }) {
           <th scope="col">time</th>
           <th scope="col">content</th>
           <th class="num" scope="col" title="BM25 relevance (1 in recency mode)">bm25</th>
+          <th class="num" scope="col" title="cosine similarity of the embeddings (hybrid mode)">dense</th>
           <th class="num" scope="col" title="time decay factor">decay</th>
           <th class="num" scope="col" title="feedback weight">feedback</th>
-          <th class="num" scope="col" title="bm25 × decay × feedback">score</th>
+          <th class="num" scope="col" title="bm25 × decay × feedback; in hybrid mode the RRF fusion of the BM25 and dense rankings">score</th>
           <th class="num" scope="col" title="tokens of the injected line (only for items that reached the budget)">tokens</th>
         </tr>
       </thead>
@@ -194,6 +203,7 @@ function TraceTable({ trace }) {
             <td class="time" title=${new Date(c.timestamp).toISOString()}>${stamp(c.timestamp)}<br />${age(c.timestamp)}</td>
             <td class="content" title=${c.id}>${c.content}</td>
             <td class="num">${fmt(c.bm25)}</td>
+            <td class="num">${c.dense == null ? "—" : fmt(c.dense)}</td>
             <td class="num">${fmt(c.decay)}</td>
             <td class="num">${fmt(c.feedbackWeight, 2)}</td>
             <td class="num"><strong>${fmt(c.score)}</strong></td>
