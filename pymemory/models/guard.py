@@ -35,6 +35,7 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -442,11 +443,15 @@ class Guard:
         prompt_texts: Iterable[str] = (),
         min_bigram_support: float = 0.5,
         echo_cover: float = 0.9,
+        min_coverage: float = 0.4,
+        min_coverage_long: float = 0.3,
     ) -> None:
         self.max_chars = max_chars
         self.prompt_texts = tuple(_norm(t) for t in prompt_texts)
         self.min_bigram_support = min_bigram_support
         self.echo_cover = echo_cover
+        self.min_coverage = min_coverage
+        self.min_coverage_long = min_coverage_long
 
     def check(self, source: str, candidate: str, *, stage1: str = "") -> Verdict:
         """Judge ``candidate`` (raw model output) as a summary of ``source``."""
@@ -456,6 +461,8 @@ class Guard:
         reasons: list[str] = []
         if not any(c.isalnum() for c in text):
             return Verdict(False, ("empty",), text)
+        if "\ufffd" in text:
+            return Verdict(False, ("malformed",), text)
         if len(text) > self.max_chars:
             reasons.append(f"too_long: {len(text)} > {self.max_chars}")
         src = _Source.of(source)
@@ -467,6 +474,7 @@ class Guard:
         reasons += self._support(src, text)
         reasons += self._polarity(src, text)
         reasons += self._keeps_stage1(text, stage1)
+        reasons += self._overuse(src, text)
         reasons = list(dict.fromkeys(reasons))
         return Verdict(not reasons, tuple(reasons), text)
 
@@ -628,6 +636,11 @@ class Guard:
     def _keeps_stage1(self, text: str, stage1: str) -> list[str]:
         if not stage1:
             return []
+        reasons = []
+        share = coverage(stage1, text)
+        need = self.min_coverage if len(stage1) <= 120 else self.min_coverage_long
+        if share is not None and share < need:
+            reasons.append(f"low_coverage: {share:.2f} of stage 1's content")
         kept = specifics(stage1)
         if not kept:
             return []
@@ -636,13 +649,46 @@ class Guard:
         lost = [s for s in kept if s not in mine and s not in compact]
         allowed = 0 if len(kept) <= 2 else len(kept) // 3
         if len(lost) > allowed:
-            return [f"lost_specifics: {', '.join(lost[:5])}"]
-        return []
+            reasons.append(f"lost_specifics: {', '.join(lost[:5])}")
+        return reasons
+
+    def _overuse(self, src: _Source, text: str) -> list[str]:
+        """A content word (or Han character) said more often than the source says it."""
+        mine = Counter(_content_units(text))
+        theirs = Counter(_content_units(src.text))
+        over = [unit for unit, n in mine.items() if n > theirs.get(unit, 0) and theirs.get(unit)]
+        return [f"overuse: {over[0]}"] if over else []
 
 
 # --------------------------------------------------------------------------------------
 # String helpers
 # --------------------------------------------------------------------------------------
+
+
+def _content_units(text: str) -> list[str]:
+    """Content-word stems (English) and content Han characters (Chinese) of ``text``."""
+    text = _norm(text)
+    units = []
+    for token in _TOKEN.findall(text):
+        lower = token.lower().strip("'")
+        if lower in _FUNCTION_EN or lower in _FRAMING_EN or lower in _REQUEST_FRAMING_EN:
+            continue
+        if _is_negation_en(lower) or lower.isdigit():
+            continue
+        units.append(_stem(lower))
+    han = _HAN_CHAR.findall(text)
+    framing = set("".join(_FRAMING_ZH + _REQUEST_FRAMING_ZH))
+    units += [c for c in han if c not in _FUNCTION_ZH and c not in framing]
+    return units
+
+
+def coverage(reference: str, text: str) -> float | None:
+    """The share of ``reference``'s content units (see :func:`_content_units`) that
+    ``text`` has; None if the reference has none."""
+    wanted = set(_content_units(_LABEL_KEY.sub(" ", reference)))
+    if not wanted:
+        return None
+    return len(wanted & set(_content_units(text))) / len(wanted)
 
 
 def _letters(text: str) -> str:

@@ -83,6 +83,9 @@ class PromptStyle:
     types: tuple[str, ...] = HUMAN_TYPES
     """The memory types refined; others keep stage 1 without a model call (machine text
     such as tool results is summarised well by the rules, and the model only garbles it)."""
+    user_en: str = "{text}"
+    user_zh: str = "{text}"
+    """How the user turn shows the text (``{text}``), e.g. with an instruction."""
     tag_type: bool = False
     """Show the memory's type in the user turn ("[tool_result] ...")."""
     max_source_tokens: int = 256
@@ -399,8 +402,7 @@ class SmolLm2Refiner:
         """The fixed part of the prompt: system message and worked examples."""
         parts = [_turn("system", self.style.system(zh))]
         for example in self.style.examples(zh, type):
-            source = f"[{example.type}] {example.text}" if self.style.tag_type else example.text
-            parts.append(_turn("user", source))
+            parts.append(_turn("user", self._user_turn(example.text, example.type, zh)))
             parts.append(_turn("assistant", example.summary))
         return "".join(parts)
 
@@ -411,8 +413,11 @@ class SmolLm2Refiner:
         if len(ids) > self.style.max_source_tokens:
             shown = self.decode(ids[: self.style.max_source_tokens])
         prime = self.style.prime_for(zh, type)
+        return _turn("user", self._user_turn(shown, type, zh)) + f"{IM_START}assistant\n" + prime
+
+    def _user_turn(self, shown: str, type: str, zh: bool) -> str:
         shown = f"[{type}] {shown.strip()}" if self.style.tag_type else shown.strip()
-        return _turn("user", shown) + f"{IM_START}assistant\n" + prime
+        return (self.style.user_zh if zh else self.style.user_en).format(text=shown)
 
     def prompt(self, text: str, summary: str, *, type: str = "message") -> str:
         """The whole prompt for one refinement (for inspection)."""

@@ -305,7 +305,7 @@ function QueryPanel({ ready, retrieval, onQuery, onFeedback, error, busy }) {
         </span>
         <meter min="0" max=${r.maxTokens || 1} value=${r.tokensUsed} aria-label="Token budget used"></meter>
         <span>${r.memories.length} item${r.memories.length === 1 ? "" : "s"} (max ${r.maxItems})</span>
-        <span>ranking: ${r.mode === "bm25" ? "BM25 × decay × feedback" : "recency × feedback (no query terms)"}</span>
+        <span>ranking: ${{ bm25: "BM25 × decay × feedback", hybrid: "BM25 and dense (MiniLM) rankings, each × decay × feedback, fused by RRF", recency: "recency × feedback (no query terms)" }[r.mode]}</span>
       </p>
       ${!r.memories.length && html`<p class="empty">Nothing retrieved for this query.</p>`}
       <ol class="items" id="results" data-testid="results" aria-label="Retrieved memories">
