@@ -72,8 +72,19 @@ class PromptStyle:
     examples_zh: tuple[Example, ...] = ()
     source: str = "stage1"
     """What the user turn shows: ``"stage1"`` (the stage-1 summary) or ``"text"``."""
-    prime: bool = True
-    """Start the answer with "User" / 用户 for text people wrote."""
+    primes_en: tuple[tuple[str, tuple[str, ...]], ...] = (
+        ("message", ("User", "User wants", "User asks")),
+        ("user_feedback", ("User says", "User")),
+        ("user_preference", ("User", "User wants", "User prefers")),
+    )
+    primes_zh: tuple[tuple[str, tuple[str, ...]], ...] = (
+        ("message", ("用户", "用户想", "用户询问")),
+        ("user_feedback", ("用户反馈", "用户认为")),
+        ("user_preference", ("用户", "用户希望", "用户偏好")),
+    )
+    """Per type, the words the answer is started with ("primed"); each is one candidate."""
+    max_candidates: int = 1
+    """How many primes to try, in order, until the guard accepts one (0: no priming)."""
     constrain: str = "none"
     """``"none"``; ``"chars"``: every Han character written must be in the source (or a
     framing word); ``"tokens"``: that, and only tokens of the source, framing words and
@@ -104,10 +115,11 @@ class PromptStyle:
             return every
         return tuple(e for e in every if e.type == type) or every
 
-    def prime_for(self, zh: bool, type: str) -> str:
-        if not self.prime or type not in HUMAN_TYPES:
-            return ""
-        return "用户" if zh else "User"
+    def primes_for(self, zh: bool, type: str) -> tuple[str, ...]:
+        """The primes to try for a memory of ``type`` ("" alone: no priming)."""
+        table = dict(self.primes_zh if zh else self.primes_en)
+        primes = table.get(type, ())[: self.max_candidates]
+        return primes or ("",)
 
 
 _EXAMPLES_EN = (
@@ -200,6 +212,8 @@ class Refinement:
     generation: Generation | None
     language: str
     ms: float
+    attempts: list[Verdict] = field(default_factory=list)
+    """The guard's verdict on each candidate tried (the last one is ``verdict``)."""
 
     @property
     def accepted(self) -> bool:
@@ -218,24 +232,30 @@ class RefinerStats:
     """Model runs (skipped memories not counted)."""
     skipped: int = 0
     """Memories of a type that is not refined, or blank."""
+    candidates: int = 0
+    """Model outputs judged (several per call when more than one prime is tried)."""
     accepted: int = 0
     rejected: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
+    """Rejection codes over all candidates."""
     model_ms: float = 0.0
 
     def record(self, refinement: Refinement) -> None:
         self.calls += 1
         self.model_ms += refinement.ms
+        self.candidates += max(1, len(refinement.attempts))
         if refinement.accepted:
             self.accepted += 1
         else:
             self.rejected += 1
-            self.reasons.update(set(refinement.verdict.codes))
+        for verdict in refinement.attempts or [refinement.verdict]:
+            self.reasons.update(set(verdict.codes))
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "calls": self.calls,
             "skipped": self.skipped,
+            "candidates": self.candidates,
             "accepted": self.accepted,
             "rejected": self.rejected,
             "acceptance_rate": self.accepted / self.calls if self.calls else 0.0,
@@ -407,13 +427,12 @@ class SmolLm2Refiner:
         return "".join(parts)
 
     def request_text(self, text: str, summary: str, *, type: str, zh: bool) -> str:
-        """The variable part: the user turn and the (primed) assistant turn."""
+        """The variable part: the user turn and the opening of the assistant turn."""
         shown = summary if self.style.source == "stage1" and summary.strip() else text
         ids = self.encode(shown)
         if len(ids) > self.style.max_source_tokens:
             shown = self.decode(ids[: self.style.max_source_tokens])
-        prime = self.style.prime_for(zh, type)
-        return _turn("user", self._user_turn(shown, type, zh)) + f"{IM_START}assistant\n" + prime
+        return _turn("user", self._user_turn(shown, type, zh)) + f"{IM_START}assistant\n"
 
     def _user_turn(self, shown: str, type: str, zh: bool) -> str:
         shown = f"[{type}] {shown.strip()}" if self.style.tag_type else shown.strip()
@@ -422,7 +441,8 @@ class SmolLm2Refiner:
     def prompt(self, text: str, summary: str, *, type: str = "message") -> str:
         """The whole prompt for one refinement (for inspection)."""
         zh = is_chinese(text)
-        return self.prefix_text(zh, type) + self.request_text(text, summary, type=type, zh=zh)
+        prime = self.style.primes_for(zh, type)[0]
+        return self.prefix_text(zh, type) + self.request_text(text, summary, type=type, zh=zh) + prime
 
     async def _prefix(self, zh: bool, type: str) -> KvCache:
         """The KV cache of :meth:`prefix_text`, computed once per (language, type)."""
@@ -498,22 +518,34 @@ class SmolLm2Refiner:
                 allowed_ids=self.allowed_ids(text, zh) if style.constrain == "tokens" else None,
                 min_new_tokens=1,
             )
-            gen = await generate(
-                session,
-                self.spec,
-                self.encode(request),
-                config,
-                decode=self.decode,
-                prefix=prefix,
-                token_filter=self.char_filter(text) if zh and style.constrain != "none" else None,
-            )
-            raw = style.prime_for(zh, type) + gen.text
-            if gen.stop_reason != "stop":
-                verdict = Verdict(False, (f"unfinished: {gen.stop_reason}",), raw.strip())
-            else:
-                verdict = self.guard.check(text, raw, stage1=summary)
+            token_filter = self.char_filter(text) if zh and style.constrain != "none" else None
+            primes = style.primes_for(zh, type)
+            request_ids = self.encode(request)
+            if primes != ("",):  # the request is shared by every candidate: prefill it once
+                prefix, _ = await prefill(
+                    session, self.spec, request_ids, chunk=self.prefill_chunk, cache=prefix
+                )
+            attempts: list[Verdict] = []
+            for prime in primes:
+                gen = await generate(
+                    session,
+                    self.spec,
+                    self.encode(prime) if prime else request_ids,
+                    config,
+                    decode=self.decode,
+                    prefix=prefix,
+                    token_filter=token_filter,
+                )
+                raw = prime + gen.text
+                if gen.stop_reason != "stop":
+                    verdict = Verdict(False, (f"unfinished: {gen.stop_reason}",), raw.strip())
+                else:
+                    verdict = self.guard.check(text, raw, stage1=summary)
+                attempts.append(verdict)
+                if verdict.accepted:
+                    break
             ms = (time.perf_counter() - t0) * 1000
-            refinement = Refinement(raw, verdict, gen, language, ms)
+            refinement = Refinement(raw, verdict, gen, language, ms, attempts)
             self.stats.record(refinement)
             return refinement
 
