@@ -8,7 +8,7 @@ import pytest
 from pymemory import Memory
 from pymemory.embedding import HashingEmbedder
 from pymemory.kv import MapKv, SqliteKv
-from pymemory.strategies import compose, fusion, from_dict, to_dict
+from pymemory.strategies import compose, from_dict, fusion, to_dict
 
 
 class CountingEmbedder:
