@@ -36,6 +36,7 @@ __all__ = [
     "TokenFilter",
     "allowed_mask",
     "generate",
+    "log_softmax_at",
     "next_token",
     "prefill",
 ]
@@ -97,6 +98,8 @@ class GenerationConfig:
     banned_ids: frozenset[int] = frozenset()
     min_new_tokens: int = 0
     """Stop tokens are banned until this many tokens have been generated."""
+    stop_after_ids: tuple[int, ...] = ()
+    """Tokens that end the output once written (kept in it), e.g. a sentence end."""
 
     def __post_init__(self) -> None:
         for name in ("max_new_tokens", "prefill_chunk"):
@@ -116,12 +119,26 @@ class Generation:
     ids: list[int]
     text: str
     stop_reason: str
-    """``"stop"`` (a stop token), ``"length"`` (max_new_tokens) or ``"empty"`` (no token allowed)."""
+    """``"stop"`` (a stop token), ``"length"`` (max_new_tokens) or ``"empty"`` (no token
+    allowed)."""
     prompt_tokens: int
     prefill_ms: float
     decode_ms: float
     steps: int = 0
     step_ms: list[float] = field(default_factory=list, repr=False)
+    logprobs: list[float] = field(default_factory=list, repr=False)
+    """Per chosen token (the stop token included): its log-probability under the model's
+    unconstrained distribution. Low values mean the constraints overrode the model."""
+    overridden: int = 0
+    """Steps where the chosen token was not the model's unconstrained first choice."""
+
+    @property
+    def mean_logprob(self) -> float:
+        return sum(self.logprobs) / len(self.logprobs) if self.logprobs else 0.0
+
+    @property
+    def min_logprob(self) -> float:
+        return min(self.logprobs) if self.logprobs else 0.0
 
     @property
     def total_ms(self) -> float:
@@ -157,19 +174,39 @@ def next_token(
     """The greedy choice from one position's ``logits`` (``(vocab,)``) under ``config``'s
     constraints; ``mask`` is a precomputed boolean ``(vocab,)`` of allowed tokens, and
     ``token_filter`` is offered the best remaining tokens in order, stop tokens included
-    (the first it accepts wins). None if no token is allowed."""
+    (the first it accepts wins). If the filter accepts none of them, the no-repeat-ngram
+    ban is lifted for that step (it must not strand a half-written character). None if
+    no token is allowed."""
     scores = np.asarray(logits, dtype=np.float32).copy()
     if mask is not None:
         scores[~mask] = -np.inf
-    banned = set(config.banned_ids) | _banned_by_ngrams(output, config.no_repeat_ngram)
+    banned = set(config.banned_ids)
     if len(output) < config.min_new_tokens:
         banned |= set(config.stop_ids)
-    for token in banned:
-        if 0 <= token < scores.shape[0]:
-            scores[token] = -np.inf
+    _ban(scores, banned)
+    repeats = _banned_by_ngrams(output, config.no_repeat_ngram)
     if token_filter is None:
+        _ban(scores, repeats)
         best = int(np.argmax(scores))
         return best if np.isfinite(scores[best]) else None
+    for lifted in (False, True):
+        candidate_scores = scores if lifted else _ban(scores.copy(), repeats)
+        token = _first_accepted(candidate_scores, output, token_filter)
+        if token is not None or not repeats:
+            return token
+    return None
+
+
+def _ban(scores: np.ndarray, tokens: set[int]) -> np.ndarray:
+    for token in tokens:
+        if 0 <= token < scores.shape[0]:
+            scores[token] = -np.inf
+    return scores
+
+
+def _first_accepted(
+    scores: np.ndarray, output: Sequence[int], token_filter: TokenFilter
+) -> int | None:
     tries = min(FILTER_TRIES, scores.shape[0])
     top = np.argpartition(-scores, tries - 1)[:tries]
     for token in top[np.argsort(-scores[top], kind="stable")]:
@@ -294,15 +331,22 @@ async def generate(
     step_ms: list[float] = []
     reason = "length"
     t1 = time.perf_counter()
+    logprobs: list[float] = []
+    overridden = 0
     for step in range(config.max_new_tokens):
         token = next_token(logits, output, config, mask, token_filter)
         if token is None:
             reason = "empty"
             break
+        logprobs.append(log_softmax_at(logits, token))
+        overridden += token != int(np.argmax(logits))
         if token in config.stop_ids:
             reason = "stop"
             break
         output.append(token)
+        if token in config.stop_after_ids:
+            reason = "stop"
+            break
         if step + 1 == config.max_new_tokens:
             break  # no need to run the model for a token nobody will read
         ts = time.perf_counter()
@@ -319,4 +363,13 @@ async def generate(
         decode_ms=decode_ms,
         steps=len(step_ms),
         step_ms=step_ms,
+        logprobs=logprobs,
+        overridden=overridden,
     )
+
+
+def log_softmax_at(logits: np.ndarray, token: int) -> float:
+    """``log p(token)`` under the unconstrained distribution of ``logits``."""
+    values = np.asarray(logits, dtype=np.float64)
+    top = float(values.max())
+    return float(values[token] - top - np.log(np.exp(values - top).sum()))

@@ -3,9 +3,11 @@
 A small model invents facts and echoes its input, so nothing it writes is stored unchecked.
 :meth:`Guard.check` accepts a candidate only if every one of these holds:
 
-- **form**: non-empty, at most ``max_chars``, no chat artefacts (``<|im_start|>``, role
-  markers), no talk about the text itself ("The text is about", "Here is a summary",
-  "As an AI"), no degenerate repetition, not longer than the source;
+- **form**: non-empty, well-formed (no U+FFFD), at most ``max_chars``, no chat artefacts
+  (``<|im_start|>``, role markers), no talk about the text itself ("The text is about",
+  "Here is a summary", "As an AI"), no "I" in a summary about "the user", no degenerate
+  repetition, no content word said more often than the source says it, and longer than
+  the source by at most the framing ("User says ...");
 - **language**: a Chinese source gets a Chinese summary, a source without CJK gets none;
 - **no copy**: not an echo of the source (one contiguous span covering >= 90% of the
   candidate, when the source is over the limit or the candidate is most of it), not a copy
@@ -13,18 +15,20 @@ A small model invents facts and echoes its input, so nothing it writes is stored
   not (nearly) the stage-1 summary again;
 - **supported** (the core rule): everything the candidate says comes from the source.
   English: every URL, e-mail, path, code and number occurs in the source (numbers also as
-  number words, "three" = "3"); every other word is a neutral function word, a framing
-  word ("user", "asks"; "wants"/"needs" only if the source makes a request), or matches a
-  source word after suffix stripping ("simplified" = "simplify"). Chinese: every Han
+  number words, "three" = "3"; times, dates and versions verbatim); every other word is
+  a neutral function word, a framing word ("user", "says"; "wants"/"asks"/"needs" only if
+  the source makes a request), or matches a source word after suffix stripping
+  ("simplified" = "simplify"). Chinese: every Han
   character occurs in the source except function characters and framing words (用户,
   询问; 要求/希望/想 only if the source makes a request); every number occurs in the source
   (Chinese numerals read as digits) with the unit that follows it; relative time words
-  (下周, 明天, 上午) occur in the source as written; and at least half of the candidate's
+  (下周, 明天, 上午) occur in the source as written; and at least 60% of the candidate's
   content bigrams occur in the source (no recombined characters);
 - **polarity**: no negation the source lacks, and a word negated in the source is not
   stated without a negation;
 - **not worse than stage 1**: the specifics (numbers, names, codes) stage 1 kept are kept
-  (all of them when there are at most two, else two in three).
+  (all of them when there are at most two, else two in three), and so is a fair share of
+  its content words (40%; 30% when stage 1 is over 120 characters).
 
 Reasons are short codes (``"unsupported_word"``, ``"echo"``, ...) with the offending detail
 after a colon: ``"unsupported_number: 5"``. Pure Python, standard library only.
@@ -42,13 +46,16 @@ from dataclasses import dataclass
 __all__ = [
     "Guard",
     "Verdict",
-    "clean_candidate",
     "cjk_ratio",
+    "clean_candidate",
     "is_chinese",
     "specifics",
 ]
 
 MAX_CHARS = 200
+# How much longer than its source a summary may be: room for "User says ..." / 用户认为.
+_FRAMING_SLACK_EN = 16
+_FRAMING_SLACK_ZH = 6
 
 # --------------------------------------------------------------------------------------
 # Character classes
@@ -85,7 +92,7 @@ def is_chinese(text: str) -> bool:
 
 _LABEL = re.compile(
     r"^\s*(?:\*\*)?(?:summary|short summary|one-sentence summary|intent|core intent|tl;?dr"
-    r"|answer|output|result|摘要|总结|概括|核心意图|意图|回答|输出)(?:\*\*)?\s*[:：]\s*",
+    r"|answer|output|result|摘要|总结|概括|核心意图|意图|回答|输出)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*",
     re.IGNORECASE,
 )
 _QUOTES = ('""', "''", "“”", "‘’", "「」", "『』", "``")
@@ -122,7 +129,7 @@ _FUNCTION_EN = _words(
 )
 # Framing: how a summary refers to the speaker and what it reports.
 _FRAMING_EN = _words(
-    "user user's users team assistant speaker says said notes noted mentions mentioned "
+    "user user's users assistant says said notes noted mentions mentioned "
     "reports reported question questions whether regarding"
 )
 # Request framing: only when the source makes a request.
@@ -134,8 +141,9 @@ _REQUEST_CUES_EN = re.compile(
     r"i would like|i need|we need|help me|let's|let us|remind me|make sure|don't forget|"
     r"looking for|i'd love|if possible|"
     r"how do i|how can i|is it possible|tell me|show me|give me|send me)\b"
-    r"|(?:^|[,;.!]\s*|\b(?:so|just|then|and|always|never|please)\s+)(?:add|fix|make|create|write|update|remove|delete|change|convert|use|send|check|"
-    r"run|install|show|explain|summarize|summarise|translate|book|schedule|set|call|email|"
+    r"|(?:^|[,;.!]\s*|\b(?:so|just|then|and|always|never|please)\s+)"
+    r"(?:add|fix|make|create|write|update|remove|delete|change|convert|use|send|check|run|"
+    r"install|show|explain|summarize|summarise|translate|book|schedule|set|call|email|"
     r"list|find|build|deploy|rename|move|open|close|stop|start|keep|try|implement|refactor|"
     r"test|review|compare|draft|prepare|cancel|reply|tell|give|put|save|export|import)\b",
     re.IGNORECASE | re.MULTILINE,
@@ -172,6 +180,10 @@ _ARTEFACT = re.compile(
     re.IGNORECASE,
 )
 
+# A summary that speaks of "the user" has no "I" left in it.
+_THIRD_PERSON = re.compile(r"(?:the )?users?\b|用户", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself)\b|我")
+
 # Chinese
 _FUNCTION_ZH = frozenset("的了和与及并且或在是对将把为被等其该此这个之以于中着地得也但而")
 _FRAMING_ZH = ("用户", "询问", "表示", "认为", "提到", "反馈", "称", "说")
@@ -204,6 +216,7 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 # (v2.4.1, A-10293, src/cli.py, test_login, gpt-4o-mini, TypeScript is a plain word).
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/@:'’%+#]*[A-Za-z0-9_%#+]|[A-Za-z0-9]")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NUMERIC_EXPRESSION = re.compile(r"\d+(?:[:/-]\d+)+|\d+(?:\.\d+){2,}")
 
 
 def _norm(text: str) -> str:
@@ -268,7 +281,6 @@ def _stem(word: str) -> str:
         ("ed", ""),
         ("es", ""),
         ("s", ""),
-        ("ly", ""),
     ):
         if w.endswith(suffix) and len(w) - len(suffix) >= 3 and not w.endswith("ss"):
             w = w[: len(w) - len(suffix)] + repl
@@ -441,7 +453,7 @@ class Guard:
         *,
         max_chars: int = MAX_CHARS,
         prompt_texts: Iterable[str] = (),
-        min_bigram_support: float = 0.5,
+        min_bigram_support: float = 0.6,
         echo_cover: float = 0.9,
         min_coverage: float = 0.4,
         min_coverage_long: float = 0.3,
@@ -466,7 +478,8 @@ class Guard:
         if len(text) > self.max_chars:
             reasons.append(f"too_long: {len(text)} > {self.max_chars}")
         src = _Source.of(source)
-        if len(text) > max(len(src.text.strip()), 24):
+        slack = _FRAMING_SLACK_ZH if cjk_ratio(text) >= 0.4 else _FRAMING_SLACK_EN
+        if len(text) > len(src.text.strip()) + slack:
             reasons.append("longer_than_source")
         reasons += self._form(src, text)
         reasons += self._language(src.text, text)
@@ -489,6 +502,8 @@ class Guard:
                 break
         if _repeats(text):
             reasons.append("repetition")
+        if _THIRD_PERSON.match(text) and _FIRST_PERSON.search(text):
+            reasons.append("mixed_person")
         return reasons
 
     def _language(self, source: str, text: str) -> list[str]:
@@ -536,6 +551,9 @@ class Guard:
         for number in _numbers(rest):
             if number not in src.numbers:
                 reasons.append(f"unsupported_number: {number}")
+        for match in _NUMERIC_EXPRESSION.finditer(rest):  # 10:30, 2024-05-01, 2.4.1
+            if match.group() not in src.text:
+                reasons.append(f"unsupported_number: {match.group()}")
         reasons += self._support_en(src, rest)
         reasons += self._support_zh(src, rest)
         return reasons
@@ -580,8 +598,9 @@ class Guard:
                 if not src.requests:
                     reasons.append(f"unsupported_request: {word}")
                 stripped = stripped.replace(word, "|")
+        allowed = _FUNCTION_ZH | (_NEGATIONS_ZH if src.negations else frozenset())
         missing = sorted(
-            {c for c in stripped if _HAN_CHAR.fullmatch(c) and c not in src.han} - _FUNCTION_ZH
+            {c for c in stripped if _HAN_CHAR.fullmatch(c) and c not in src.han} - allowed
         )
         if missing:
             reasons.append(f"unsupported_cjk: {''.join(missing)}")
@@ -643,7 +662,7 @@ class Guard:
             reasons.append(f"low_coverage: {share:.2f} of stage 1's content")
         kept = specifics(stage1)
         if not kept:
-            return []
+            return reasons
         mine = set(specifics(text)) | {t.lower() for t in _TOKEN.findall(_norm(text))}
         compact = _compact(text)
         lost = [s for s in kept if s not in mine and s not in compact]

@@ -4,20 +4,30 @@
     mem = await Memory.open(refiner=refiner)            # refines new items in the background
     await refiner.refine(text, stage1_summary, type="message")   # -> str | None
 
-How one refinement runs (the same in CPython and Pyodide, model calls through the runtime):
+One refinement (the same in CPython and Pyodide: model calls go through the runtime):
 
-1. the language is Chinese if the source is (:func:`~pymemory.models.guard.is_chinese`);
-2. the prompt is built by hand in ChatML: a system message with the instruction (the
-   Chinese one is 请用 15~25 字概括以下内容的核心意图...) and a few worked examples as chat
-   turns; this prefix is fixed per language, so its KV cache is computed once and reused;
-   then a user turn with the stage-1 summary (already cut to the sentences that matter)
-   and the assistant turn, primed with the summary's first word ("User" / 用户) for text
-   people wrote;
-3. greedy decoding (:mod:`~pymemory.models.generate`), optionally restricted to the tokens
-   of the source, the framing words and punctuation;
-4. the output must end with the end-of-turn token (else "unfinished") and pass the
-   :class:`~pymemory.models.guard.Guard`; otherwise ``refine`` returns None and stage 1
-   stays. :attr:`SmolLm2Refiner.stats` counts the outcomes and the rejection reasons.
+1. only text people wrote is refined (message, user_feedback, user_preference): on tool
+   results and system events the model garbles what the rules render well, so those keep
+   stage 1 without a model call;
+2. the language is Chinese if the source is (:func:`~pymemory.models.guard.is_chinese`);
+3. the ChatML prompt is built by hand: a system message with the instruction (Chinese:
+   请用 15~25 字概括以下内容的核心意图，不要添加任何解释，输出纯中文。) and two worked
+   examples of the memory's type as chat turns. That prefix is fixed per (language, type),
+   so its KV cache is computed once and reused. Then a user turn with the stage-1 summary
+   (already cut down to the sentences that carry intent) and the assistant turn, primed
+   with "User" / 用户 (feedback: "User says" / 用户反馈);
+4. greedy decoding (:mod:`~pymemory.models.generate`) restricted to the tokens of the source,
+   a few framing words and punctuation, with every Han character kept inside the source's
+   (:class:`HanFilter`) and no repeated 4-gram;
+5. the output must end with the end-of-turn token (Chinese: or 。), be something the model
+   itself found likely (mean token log-probability >= -0.7 under its unconstrained
+   distribution: forced text is garbled text) and pass the
+   :class:`~pymemory.models.guard.Guard`, else ``refine`` returns None and stage 1 stays.
+   :attr:`SmolLm2Refiner.stats` counts outcomes and rejection reasons.
+
+The prompt and decoding settings were picked on half of the labelled dev set
+(``pymemory/evals/summaries_dev.jsonl``) and checked on the other half; see
+``benchmarks/eval_summarizer.py``.
 """
 
 from __future__ import annotations
@@ -27,29 +37,37 @@ import json
 import os
 import re
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
 from ..inference.runtime import InferenceRuntime, InferenceSession
 from .generate import CausalLmSpec, Generation, GenerationConfig, KvCache, generate, prefill
-from .guard import Guard, Verdict, is_chinese
+from .guard import Guard, Verdict, clean_candidate, is_chinese
 
 __all__ = [
     "DEFAULT_STYLE",
+    "HUMAN_TYPES",
+    "Example",
+    "HanFilter",
     "PromptStyle",
     "Refinement",
     "RefinerStats",
     "SmolLm2Refiner",
+    "SummarizerUnavailableError",
     "find_smollm2_dir",
     "load_smollm2_refiner",
 ]
 
 HUMAN_TYPES = ("message", "user_feedback", "user_preference")
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
+
+
+class SummarizerUnavailableError(RuntimeError):
+    """The SmolLM2 model files are not there (run ``python3 build.py setup``)."""
 
 
 @dataclass(frozen=True)
@@ -63,15 +81,22 @@ class Example:
 
 @dataclass(frozen=True)
 class PromptStyle:
-    """Everything that shapes the prompt and the decoding; one per evaluated variant."""
+    """Everything that shapes the prompt and the decoding (one per evaluated variant)."""
 
     name: str
     system_en: str
     system_zh: str
     examples_en: tuple[Example, ...] = ()
     examples_zh: tuple[Example, ...] = ()
+    per_type: bool = True
+    """Show only the examples of the memory's type (all of them if it has none)."""
+    user_en: str = "{text}"
+    user_zh: str = "{text}"
+    """The user turn; ``{text}`` is what is summarised."""
     source: str = "stage1"
     """What the user turn shows: ``"stage1"`` (the stage-1 summary) or ``"text"``."""
+    types: tuple[str, ...] = HUMAN_TYPES
+    """The memory types refined; the others keep stage 1 without a model call."""
     primes_en: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("message", ("User", "User wants", "User asks")),
         ("user_feedback", ("User says", "User")),
@@ -82,44 +107,36 @@ class PromptStyle:
         ("user_feedback", ("用户反馈", "用户认为")),
         ("user_preference", ("用户", "用户希望", "用户偏好")),
     )
-    """Per type, the words the answer is started with ("primed"); each is one candidate."""
+    """Per type, the words the answer is started with; each is one candidate."""
     max_candidates: int = 1
     """How many primes to try, in order, until the guard accepts one (0: no priming)."""
-    constrain: str = "none"
-    """``"none"``; ``"chars"``: every Han character written must be in the source (or a
-    framing word); ``"tokens"``: that, and only tokens of the source, framing words and
-    punctuation may be written."""
-    per_type: bool = True
-    """Show only the examples of the memory's type (one cached prefix per type)."""
-    types: tuple[str, ...] = HUMAN_TYPES
-    """The memory types refined; others keep stage 1 without a model call (machine text
-    such as tool results is summarised well by the rules, and the model only garbles it)."""
-    user_en: str = "{text}"
-    user_zh: str = "{text}"
-    """How the user turn shows the text (``{text}``), e.g. with an instruction."""
-    tag_type: bool = False
-    """Show the memory's type in the user turn ("[tool_result] ...")."""
+    constrain: str = "tokens"
+    """``"none"``; ``"chars"``: every Han character written must be the source's (or a
+    framing word's); ``"tokens"``: that, and only tokens of the source's words, framing
+    words and punctuation may be written."""
+    no_repeat_ngram: int = 4
+    min_mean_logprob: float = -0.7
+    """Reject an output whose tokens' mean log-probability under the model's own
+    (unconstrained) distribution is lower: the constraints had to force it."""
+    stop_after_zh: str = "。"
+    """A Chinese summary is one sentence: generation ends after this token."""
     max_source_tokens: int = 256
     max_new_tokens_en: int = 48
-    max_new_tokens_zh: int = 64
-    no_repeat_ngram: int = 0
+    max_new_tokens_zh: int = 96
 
     def system(self, zh: bool) -> str:
         return self.system_zh if zh else self.system_en
 
     def examples(self, zh: bool, type: str) -> tuple[Example, ...]:
-        """The examples shown for a memory of ``type``: those of that type if
-        ``per_type`` (all of them when there are none), else all."""
         every = self.examples_zh if zh else self.examples_en
         if not self.per_type:
             return every
         return tuple(e for e in every if e.type == type) or every
 
     def primes_for(self, zh: bool, type: str) -> tuple[str, ...]:
-        """The primes to try for a memory of ``type`` ("" alone: no priming)."""
+        """The primes to try for a memory of ``type`` (``("",)``: no priming)."""
         table = dict(self.primes_zh if zh else self.primes_en)
-        primes = table.get(type, ())[: self.max_candidates]
-        return primes or ("",)
+        return table.get(type, ())[: self.max_candidates] or ("",)
 
 
 _EXAMPLES_EN = (
@@ -138,8 +155,7 @@ _EXAMPLES_EN = (
     Example(
         "user_feedback",
         "Great answer, but the second code sample has a typo in the import line.",
-        "User says the answer is great but the second code sample has a typo in the import "
-        "line.",
+        "User says the answer is great but the second code sample has a typo in the import line.",
     ),
     Example(
         "user_feedback",
@@ -186,12 +202,12 @@ _EXAMPLES_ZH = (
     Example(
         "user_preference",
         "我习惯早上锻炼，健身尽量安排在八点以前。",
-        "用户习惯早上锻炼，希望健身安排在八点以前",
+        "用户习惯早上锻炼，健身尽量安排在八点以前",
     ),
 )
 
 DEFAULT_STYLE = PromptStyle(
-    name="fewshot-stage1-prime",
+    name="fewshot2-stage1-primed-constrained",
     system_en=(
         "Summarize the user's text in one short sentence. Keep names, numbers and dates. "
         "Do not add anything that is not in the text."
@@ -204,16 +220,17 @@ DEFAULT_STYLE = PromptStyle(
 
 @dataclass
 class Refinement:
-    """One refinement attempt, for inspection and evaluation."""
+    """One refinement: the candidates tried and the guard's verdicts."""
 
     raw: str
-    """What the model wrote (with the prime), before cleaning."""
+    """What the model wrote last (prime included), before cleaning."""
     verdict: Verdict
+    """The verdict on ``raw``; ``verdict.text`` is what would be stored."""
     generation: Generation | None
     language: str
     ms: float
     attempts: list[Verdict] = field(default_factory=list)
-    """The guard's verdict on each candidate tried (the last one is ``verdict``)."""
+    """The verdict on each candidate tried (the last one is ``verdict``)."""
 
     @property
     def accepted(self) -> bool:
@@ -229,11 +246,11 @@ class RefinerStats:
     """Counts of refinement outcomes; ``reasons`` counts rejection codes."""
 
     calls: int = 0
-    """Model runs (skipped memories not counted)."""
+    """Memories the model ran on."""
     skipped: int = 0
-    """Memories of a type that is not refined, or blank."""
+    """Memories of a type that is not refined (or blank): no model call."""
     candidates: int = 0
-    """Model outputs judged (several per call when more than one prime is tried)."""
+    """Model outputs judged (more than ``calls`` when several primes are tried)."""
     accepted: int = 0
     rejected: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
@@ -268,14 +285,25 @@ def _turn(role: str, content: str) -> str:
     return f"{IM_START}{role}\n{content}{IM_END}\n"
 
 
-# Words a summary may frame the source with; their tokens are allowed when constraining.
-_FRAMING_EN = tuple(
-    "User user The the a an and or but to of in on for with from at by is are was were "
-    "wants asks needs says notes their they it its that this about whether".split()
+# Words a summary may frame the source with: their tokens are allowed when constraining.
+_FRAMING_EN = (
+    *("User", "user", "The", "the", "a", "an", "and", "or", "but", "to", "of", "in", "on"),
+    *("for", "with", "from", "at", "by", "is", "are", "was", "were", "wants", "asks"),
+    *("needs", "says", "notes", "their", "they", "it", "its", "that", "this", "about"),
+    "whether",
 )
-_FRAMING_ZH = ("用户", "要求", "希望", "想", "询问", "反馈", "认为", "表示") + tuple(
-    "的了和与及并在是对将把为被也但"
+_FRAMING_ZH = (
+    "用户",
+    "要求",
+    "希望",
+    "想",
+    "询问",
+    "反馈",
+    "认为",
+    "表示",
+    *"的了和与及并在是对将把为被也但",
 )
+# Negation words: allowed only when the source negates something.
 _NEGATION_EN = ("not", "no", "does", "doesn't", "don't")
 _NEGATION_ZH = ("不", "没")
 _NEGATION = re.compile(
@@ -308,15 +336,22 @@ def _token_bytes_of(tokenizer: Any) -> Callable[[int], bytes]:
 
 class HanFilter:
     """A :data:`~pymemory.models.generate.TokenFilter`: every Han character the output
-    completes must be in ``chars``, and a trailing partial UTF-8 sequence must be able to
-    become one of them (byte-level BPE splits a character over several tokens)."""
+    completes must be in ``chars``, and a trailing partial UTF-8 sequence must be one of
+    ``partials`` (byte-level BPE splits a character over several tokens). Without a token
+    mask any prefix of an allowed character will do; with one, only the partials seen at
+    token boundaries of the allowed texts, which the allowed tokens can complete."""
 
-    def __init__(self, token_bytes: Callable[[int], bytes], chars: Iterable[str]) -> None:
+    def __init__(
+        self,
+        token_bytes: Callable[[int], bytes],
+        chars: Iterable[str],
+        partials: Iterable[bytes] | None = None,
+    ) -> None:
         self.token_bytes = token_bytes
         self.chars = frozenset(chars)
-        self.prefixes = frozenset(
-            c.encode()[:k] for c in self.chars for k in range(1, len(c.encode()))
-        )
+        if partials is None:  # any token may follow: every prefix of an allowed character
+            partials = (c.encode()[:k] for c in self.chars for k in range(1, len(c.encode())))
+        self.prefixes = frozenset(partials)
 
     def __call__(self, output: Sequence[int], token: int) -> bool:
         pending = _pending(b"".join(self.token_bytes(t) for t in output[-4:]))
@@ -355,10 +390,11 @@ class SmolLm2Refiner:
     """Encoder stage 2 with SmolLM2-135M-Instruct (``method = "model"``).
 
     ``runtime`` loads ``model_dir_or_url`` + ``config["file"]`` on first use; ``tokenizer``
-    has ``encode(text, add_special_tokens=False)`` and ``decode(ids)``. ``config`` and
-    ``generation`` are the folder's config.json and generation.json. Every output passes
-    ``guard`` (a default :class:`Guard` that also knows the prompt) before it is returned.
-    Refinements run one at a time (``Memory`` queues them anyway).
+    has ``encode(text, add_special_tokens=False)``, ``decode(ids)`` and ``id_to_token``;
+    ``config`` and ``generation`` are the model folder's config.json and generation.json.
+    Every output passes ``guard`` (by default a :class:`Guard` that knows the prompt, so
+    copies of it are caught) before it is returned. Refinements run one at a time.
+    ``max_prefixes`` bounds the cached prompt prefixes (each ~8-12 MB of KV cache).
     """
 
     method = "model"
@@ -373,6 +409,7 @@ class SmolLm2Refiner:
         config: Mapping[str, Any],
         generation: Mapping[str, Any],
         style: PromptStyle = DEFAULT_STYLE,
+        max_prefixes: int = 6,
     ) -> None:
         self.runtime = runtime
         self.location = os.fspath(model_dir_or_url)
@@ -382,24 +419,25 @@ class SmolLm2Refiner:
         self.style = style
         self.spec = CausalLmSpec.from_config(self.config)
         self.model_url = _join(self.location, str(self.config.get("file", "model.onnx")))
-        prompt_texts = [style.system_en, style.system_zh]
         examples = (*style.examples_en, *style.examples_zh)
-        prompt_texts += [e.text + " " + e.summary for e in examples]
+        prompt_texts = [style.system_en, style.system_zh]
+        prompt_texts += [f"{e.text} {e.summary}" for e in examples]
         self.guard = guard if guard is not None else Guard(prompt_texts=prompt_texts)
         self.stop_ids = tuple(int(i) for i in self.generation.get("stop_token_ids", (0, 2)))
         self.prefill_chunk = int(self.generation.get("prefill_chunk_tokens", 16))
+        self.max_prefixes = max(1, max_prefixes)
         self.stats = RefinerStats()
         self.load_ms: float | None = None
         self._session: InferenceSession | None = None
-        self._prefixes: dict[tuple[bool, str], KvCache] = {}
-        self._lock: asyncio.Lock | None = None
+        self._prefixes: OrderedDict[tuple[bool, str], KvCache] = OrderedDict()
         self._framing_ids: dict[tuple[bool, bool], frozenset[int]] = {}
         self._token_bytes: Callable[[int], bytes] | None = None
+        self._lock: asyncio.Lock | None = None
 
     def __repr__(self) -> str:
         return f"SmolLm2Refiner({self.style.name}, {self.runtime.name}, {self.model_url!r})"
 
-    # -- model ------------------------------------------------------------------------------
+    # -- model and tokens ----------------------------------------------------------------
 
     async def load(self) -> InferenceSession:
         """Load the model session once (timed in ``load_ms``)."""
@@ -416,13 +454,13 @@ class SmolLm2Refiner:
     def decode(self, ids: Sequence[int]) -> str:
         return str(self.tokenizer.decode(list(ids)))
 
-    # -- prompt -----------------------------------------------------------------------------
+    # -- prompt ----------------------------------------------------------------------------
 
     def prefix_text(self, zh: bool, type: str = "message") -> str:
-        """The fixed part of the prompt: system message and worked examples."""
+        """The fixed part of the prompt: the system message and the worked examples."""
         parts = [_turn("system", self.style.system(zh))]
         for example in self.style.examples(zh, type):
-            parts.append(_turn("user", self._user_turn(example.text, example.type, zh)))
+            parts.append(_turn("user", self._user_turn(example.text, zh)))
             parts.append(_turn("assistant", example.summary))
         return "".join(parts)
 
@@ -432,17 +470,17 @@ class SmolLm2Refiner:
         ids = self.encode(shown)
         if len(ids) > self.style.max_source_tokens:
             shown = self.decode(ids[: self.style.max_source_tokens])
-        return _turn("user", self._user_turn(shown, type, zh)) + f"{IM_START}assistant\n"
+        return _turn("user", self._user_turn(shown, zh)) + f"{IM_START}assistant\n"
 
-    def _user_turn(self, shown: str, type: str, zh: bool) -> str:
-        shown = f"[{type}] {shown.strip()}" if self.style.tag_type else shown.strip()
-        return (self.style.user_zh if zh else self.style.user_en).format(text=shown)
+    def _user_turn(self, shown: str, zh: bool) -> str:
+        return (self.style.user_zh if zh else self.style.user_en).format(text=shown.strip())
 
     def prompt(self, text: str, summary: str, *, type: str = "message") -> str:
-        """The whole prompt for one refinement (for inspection)."""
+        """The whole prompt of one refinement, first prime included (for inspection)."""
         zh = is_chinese(text)
         prime = self.style.primes_for(zh, type)[0]
-        return self.prefix_text(zh, type) + self.request_text(text, summary, type=type, zh=zh) + prime
+        request = self.request_text(text, summary, type=type, zh=zh)
+        return self.prefix_text(zh, type) + request + prime
 
     async def _prefix(self, zh: bool, type: str) -> KvCache:
         """The KV cache of :meth:`prefix_text`, computed once per (language, type)."""
@@ -453,15 +491,28 @@ class SmolLm2Refiner:
             ids = self.encode(self.prefix_text(zh, type))
             cache, _ = await prefill(session, self.spec, ids, chunk=self.prefill_chunk)
             self._prefixes[key] = cache
+            while len(self._prefixes) > self.max_prefixes:
+                self._prefixes.popitem(last=False)
+        self._prefixes.move_to_end(key)
         return cache
 
+    async def warm_up(self) -> float:
+        """Load the model and compute every prompt prefix now; returns the time in ms."""
+        t0 = time.perf_counter()
+        await self.load()
+        for zh in (False, True):
+            for type in self.style.types:
+                await self._prefix(zh, type)
+        return (time.perf_counter() - t0) * 1000
+
+    # -- constraints -----------------------------------------------------------------------
+
     def allowed_ids(self, text: str, zh: bool) -> frozenset[int]:
-        """Tokens the model may write when constrained: the source's (words with and
-        without a leading space, capitalised, lightly inflected), framing words and
-        punctuation."""
+        """Tokens the model may write: the source's (its words with and without a leading
+        space, capitalised, lightly inflected), framing words (negations only if the
+        source negates) and punctuation."""
         ids: set[int] = set(self.encode(text))
-        words = set(re.findall(r"[A-Za-z][A-Za-z'-]*|\d", text))
-        for word in words:
+        for word in set(re.findall(r"[A-Za-z][A-Za-z'-]*|\d", text)):
             forms = {word, word.lower(), word.capitalize()}
             if word.isalpha() and len(word) > 2:
                 low = word.lower()
@@ -469,93 +520,117 @@ class SmolLm2Refiner:
             for form in forms:
                 ids.update(self.encode(form))
                 ids.update(self.encode(" " + form))
-        negations = _NEGATION.search(text) is not None
-        key = (zh, negations)
+        negates = _NEGATION.search(text) is not None
+        key = (zh, negates)
         if key not in self._framing_ids:
-            extra: set[int] = set()
             framing = _FRAMING_ZH if zh else _FRAMING_EN
-            if negations:
-                framing = framing + (_NEGATION_ZH if zh else _NEGATION_EN)
+            if negates:
+                framing = (*framing, *(_NEGATION_ZH if zh else _NEGATION_EN))
+            extra: set[int] = set()
             for word in (*framing, *_PUNCTUATION):
                 extra.update(self.encode(word))
                 extra.update(self.encode(" " + word))
             self._framing_ids[key] = frozenset(extra)
         return frozenset(ids | self._framing_ids[key])
 
-    def char_filter(self, text: str) -> HanFilter:
-        """The token filter keeping every Han character written inside the source's (and
-        the framing words')."""
+    def char_filter(self, text: str, *, masked: bool) -> HanFilter:
+        """A filter keeping every Han character written inside the source's and the
+        framing words'; ``masked``: the tokens are restricted by :meth:`allowed_ids` too."""
         if self._token_bytes is None:
             self._token_bytes = _token_bytes_of(self.tokenizer)
-        chars = set(_HAN.findall(text)) | set("".join(_FRAMING_ZH))
+        words = [text, *_FRAMING_ZH]
         if _NEGATION.search(text):
-            chars |= set("".join(_NEGATION_ZH))
-        return HanFilter(self._token_bytes, chars)
+            words += _NEGATION_ZH
+        chars = set(_HAN.findall("".join(words)))
+        if not masked:
+            return HanFilter(self._token_bytes, chars)
+        partials = set()
+        for word in words:
+            data = b""
+            for token in self.encode(word):
+                data += self._token_bytes(token)
+                partials.add(_pending(data))
+        partials.discard(b"")
+        return HanFilter(self._token_bytes, chars, partials)
 
-    # -- refinement -------------------------------------------------------------------------
+    # -- refinement ------------------------------------------------------------------------
 
     async def propose(self, text: str, summary: str, *, type: str = "message") -> Refinement:
-        """Run the model and the guard on one memory; never raises for bad output."""
+        """Run the model and the guard on one memory (never raises for bad output)."""
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            t0 = time.perf_counter()
-            zh = is_chinese(text)
-            language = "zh" if zh else "en"
-            if not text.strip() or type not in self.style.types:
-                self.stats.skipped += 1
-                verdict = Verdict(False, ("skipped",), "")
-                return Refinement("", verdict, None, language, 0.0)
-            session = await self.load()
-            prefix = await self._prefix(zh, type)
-            request = self.request_text(text, summary, type=type, zh=zh)
-            style = self.style
-            config = GenerationConfig(
-                max_new_tokens=style.max_new_tokens_zh if zh else style.max_new_tokens_en,
-                stop_ids=self.stop_ids,
-                prefill_chunk=self.prefill_chunk,
-                no_repeat_ngram=style.no_repeat_ngram,
-                allowed_ids=self.allowed_ids(text, zh) if style.constrain == "tokens" else None,
-                min_new_tokens=1,
+            return await self._propose(text, summary, type)
+
+    async def _propose(self, text: str, summary: str, type: str) -> Refinement:
+        t0 = time.perf_counter()
+        zh = is_chinese(text)
+        language = "zh" if zh else "en"
+        style = self.style
+        if not text.strip() or type not in style.types:
+            self.stats.skipped += 1
+            return Refinement("", Verdict(False, ("skipped",), ""), None, language, 0.0)
+        session = await self.load()
+        prefix = await self._prefix(zh, type)
+        config = GenerationConfig(
+            max_new_tokens=style.max_new_tokens_zh if zh else style.max_new_tokens_en,
+            stop_ids=self.stop_ids,
+            prefill_chunk=self.prefill_chunk,
+            no_repeat_ngram=style.no_repeat_ngram,
+            allowed_ids=self.allowed_ids(text, zh) if style.constrain == "tokens" else None,
+            min_new_tokens=1,
+            stop_after_ids=self._stop_after(zh),
+        )
+        token_filter = None
+        if zh and style.constrain != "none":
+            token_filter = self.char_filter(text, masked=style.constrain == "tokens")
+        request = self.encode(self.request_text(text, summary, type=type, zh=zh))
+        primes = style.primes_for(zh, type)
+        if primes != ("",):  # every candidate shares the request: prefill it once
+            prefix, _ = await prefill(
+                session, self.spec, request, chunk=self.prefill_chunk, cache=prefix
             )
-            token_filter = self.char_filter(text) if zh and style.constrain != "none" else None
-            primes = style.primes_for(zh, type)
-            request_ids = self.encode(request)
-            if primes != ("",):  # the request is shared by every candidate: prefill it once
-                prefix, _ = await prefill(
-                    session, self.spec, request_ids, chunk=self.prefill_chunk, cache=prefix
-                )
-            attempts: list[Verdict] = []
-            for prime in primes:
-                gen = await generate(
-                    session,
-                    self.spec,
-                    self.encode(prime) if prime else request_ids,
-                    config,
-                    decode=self.decode,
-                    prefix=prefix,
-                    token_filter=token_filter,
-                )
-                raw = prime + gen.text
-                if gen.stop_reason != "stop":
-                    verdict = Verdict(False, (f"unfinished: {gen.stop_reason}",), raw.strip())
-                else:
-                    verdict = self.guard.check(text, raw, stage1=summary)
-                attempts.append(verdict)
-                if verdict.accepted:
-                    break
-            ms = (time.perf_counter() - t0) * 1000
-            refinement = Refinement(raw, verdict, gen, language, ms, attempts)
-            self.stats.record(refinement)
-            return refinement
+        attempts: list[Verdict] = []
+        raw, gen = "", None
+        for prime in primes:
+            gen = await generate(
+                session,
+                self.spec,
+                self.encode(prime) if prime else request,
+                config,
+                decode=self.decode,
+                prefix=prefix,
+                token_filter=token_filter,
+            )
+            raw = prime + gen.text
+            if gen.stop_reason != "stop":
+                verdict = Verdict(False, (f"unfinished: {gen.stop_reason}",), raw.strip())
+            elif gen.mean_logprob < style.min_mean_logprob:
+                reason = f"low_confidence: mean log-probability {gen.mean_logprob:.2f}"
+                verdict = Verdict(False, (reason,), clean_candidate(raw))
+            else:
+                verdict = self.guard.check(text, raw, stage1=summary)
+            attempts.append(verdict)
+            if verdict.accepted:
+                break
+        ms = (time.perf_counter() - t0) * 1000
+        refinement = Refinement(raw, attempts[-1], gen, language, ms, attempts)
+        self.stats.record(refinement)
+        return refinement
+
+    def _stop_after(self, zh: bool) -> tuple[int, ...]:
+        if not zh or not self.style.stop_after_zh:
+            return ()
+        ids = self.encode(self.style.stop_after_zh)
+        return tuple(ids) if len(ids) == 1 else ()
 
     async def refine(self, text: str, summary: str, *, type: str = "message") -> str | None:
         """The model's summary of ``text`` if the guard accepts it, else None."""
         return (await self.propose(text, summary, type=type)).text
 
     def with_style(self, style: PromptStyle) -> SmolLm2Refiner:
-        """A refiner sharing this one's runtime, model session and tokenizer, with another
-        prompt style (and fresh stats)."""
+        """A refiner sharing this one's runtime, session and tokenizer, with another prompt
+        style (its own prefixes and stats)."""
         other = SmolLm2Refiner(
             self.runtime,
             self.location,
@@ -563,9 +638,9 @@ class SmolLm2Refiner:
             config=self.config,
             generation=self.generation,
             style=style,
+            max_prefixes=self.max_prefixes,
         )
-        other._session = self._session
-        other.load_ms = self.load_ms
+        other._session, other.load_ms = self._session, self.load_ms
         return other
 
 
@@ -590,11 +665,7 @@ async def _read(runtime: Any, location: str) -> bytes:
     reader = getattr(runtime, "read_bytes", None)
     if reader is not None:
         return bytes(await reader(location))
-    return await asyncio.to_thread(Path(location).read_bytes)
-
-
-class SummarizerUnavailableError(RuntimeError):
-    """The SmolLM2 model files are not there (run ``python3 build.py setup``)."""
+    return Path(location).read_bytes()
 
 
 async def load_smollm2_refiner(
@@ -609,10 +680,10 @@ async def load_smollm2_refiner(
     """A ready :class:`SmolLm2Refiner`.
 
     In CPython the defaults do: ``runtime`` is a new ``OrtRuntime`` and ``model_dir`` is
-    found by :func:`find_smollm2_dir`. In the browser pass the ``OrtWebRuntime`` and the
-    model folder's URL. config.json, generation.json and tokenizer.json are read through
-    the runtime (``read_bytes``, when it has one); the session is created now unless
-    ``preload`` is false.
+    found by :func:`find_smollm2_dir` (SummarizerUnavailableError if it is not built). In
+    the browser pass the ``OrtWebRuntime`` and the model folder's URL. config.json,
+    generation.json and tokenizer.json are read through the runtime (``read_bytes``, when
+    it has one); the session is created now unless ``preload`` is false.
     """
     if runtime is None:
         from ..inference.ort import OrtRuntime
@@ -633,18 +704,8 @@ async def load_smollm2_refiner(
     generation = json.loads(await _read(runtime, _join(location, "generation.json")))
     tokenizer = load_tokenizer(json.loads(await _read(runtime, _join(location, "tokenizer.json"))))
     refiner = SmolLm2Refiner(
-        runtime,
-        location,
-        tokenizer,
-        guard=guard,
-        config=config,
-        generation=generation,
-        style=style,
+        runtime, location, tokenizer, guard=guard, config=config, generation=generation, style=style
     )
     if preload:
         await refiner.load()
     return refiner
-
-
-__all__ += ["Example", "SummarizerUnavailableError"]
-_ = replace  # dataclasses.replace is re-exported for building style variants
