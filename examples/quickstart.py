@@ -22,8 +22,9 @@ async def main() -> None:
             "department) and member (read only). It goes live next Tuesday.",
             tags=["meeting", "permissions"],
         )
-        await memory.add('{"city": "Beijing", "temp_c": 23, "sky": "cloudy"}', type="tool_result",
-                         ttl_ms=60_000)
+        await memory.add(
+            '{"city": "Beijing", "temp_c": 23, "sky": "cloudy"}', type="tool_result", ttl_ms=60_000
+        )
         await memory.add("用户要求把 Python 脚本改成支持 CSV 导出。", tags=["code"])
 
         result = await memory.retrieve("write the meeting minutes: roles and go-live date")
@@ -36,8 +37,10 @@ async def main() -> None:
         )
         print("\ntrace:")
         for c in result.trace:
-            print(f"  {c.status:<12} bm25={c.bm25:.2f} decay={c.decay:.2f} "
-                  f"feedback={c.feedback_weight:.1f} score={c.score:.2f}  {c.content[:50]}")
+            print(
+                f"  {c.status:<12} bm25={c.bm25:.2f} decay={c.decay:.2f} "
+                f"feedback={c.feedback_weight:.1f} score={c.score:.2f}  {c.content[:50]}"
+            )
 
         print("\nCSV 导出 ->", (await memory.retrieve("CSV 导出")).items[0].content)
         print("\nstats:", await memory.stats())

@@ -11,8 +11,12 @@ from pymemory.kv import MapKv
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
-not_str = st.integers() | st.floats() | st.binary() | st.lists(st.integers(), max_size=2) | st.none()
-non_json = st.sampled_from([{1, 2}, b"bytes", object(), float("nan"), float("inf"), 1j, (x for x in [])])
+not_str = (
+    st.integers() | st.floats() | st.binary() | st.lists(st.integers(), max_size=2) | st.none()
+)
+non_json = st.sampled_from(
+    [{1, 2}, b"bytes", object(), float("nan"), float("inf"), 1j, (x for x in [])]
+)
 
 
 async def snapshot(mem: Memory):

@@ -400,6 +400,7 @@ def random_queries(seed: int, n: int = 40) -> list[list[str]]:
 
 def test_matches_bm25s_lucene():
     import bm25s  # the `bench` extra
+
     corpus = random_corpus(1)
     ours = build(dict(enumerate(corpus)))
     theirs = bm25s.BM25(method="lucene", k1=K1, b=B)
@@ -419,6 +420,7 @@ def test_matches_bm25s_lucene():
 
 def test_matches_rank_bm25_with_lucene_idf():
     import rank_bm25  # the `bench` extra
+
     corpus = random_corpus(3)
     ours = build(dict(enumerate(corpus)))
     theirs = rank_bm25.BM25Okapi(corpus, k1=K1, b=B)

@@ -10,12 +10,18 @@ from hypothesis import strategies as st
 from pymemory import Feedback, MemoryItem, ValidationError
 from pymemory.item import MAX_METADATA_BYTES, MEMORY_TYPES, ArchivedItem, new_id
 
-json_scalars = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(
-    allow_nan=False, allow_infinity=False
-) | st.text(max_size=20)
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+)
 json_values = st.recursive(
     json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 texts = st.text(min_size=1, max_size=300).filter(lambda s: s.strip())
@@ -37,7 +43,9 @@ items = st.builds(
         },
     ),
     scope=st.sampled_from(["global", "user", "conversation:42", "session"]),
-    tags=st.lists(st.text(min_size=1, max_size=10).filter(lambda s: s == s.strip()), max_size=4).map(tuple),
+    tags=st.lists(
+        st.text(min_size=1, max_size=10).filter(lambda s: s == s.strip()), max_size=4
+    ).map(tuple),
     ttl_ms=st.none() | st.integers(1, 10**12),
     feedback=st.builds(Feedback, st.integers(0, 9), st.integers(0, 9), st.booleans()),
     content_method=st.sampled_from(["rules", "given", "model"]),

@@ -79,7 +79,10 @@ async def test_list_filters(memory, clock):
     c = await memory.add("gamma", scope="conversation", type="tool_result", tags=["x", "y"])
     assert [i.id for i in await memory.list()] == [c.id, b.id, a.id]
     assert [i.id for i in await memory.list(scope="conversation")] == [c.id, a.id]
-    assert [i.id for i in await memory.list(type=["user_preference", "tool_result"])] == [c.id, b.id]
+    assert [i.id for i in await memory.list(type=["user_preference", "tool_result"])] == [
+        c.id,
+        b.id,
+    ]
     assert [i.id for i in await memory.list(tags=["y"])] == [c.id, b.id]
     assert [i.id for i in await memory.list(since_ms=T0 + 500, until_ms=T0 + 1500)] == [b.id]
     assert [i.id for i in await memory.list(limit=1)] == [c.id]
@@ -179,7 +182,9 @@ async def test_disliked_weight_zero_cuts(memory):
 async def test_strategies_filter_and_trace_reasons(memory, clock):
     old = await memory.add("project x kickoff notes", tags=["project_x"], scope="user")
     clock.advance(10 * DAY)
-    pref = await memory.add("project x prefers weekly updates", type="user_preference", scope="user")
+    pref = await memory.add(
+        "project x prefers weekly updates", type="user_preference", scope="user"
+    )
     tagged = await memory.add("project x budget approved", tags=["project_x", "finance"])
     strategy = compose(time_window(hours=72), by_tag("project_x"))
     result = await memory.retrieve("project x", strategy, trace=True)

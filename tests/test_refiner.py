@@ -39,7 +39,9 @@ class ScriptedRefiner:
 
 
 async def test_add_returns_before_refinement_and_content_is_replaced():
-    refiner = ScriptedRefiner({"Please book a table for two on Friday night": "Book table for two, Friday"}, delay=0.05)
+    refiner = ScriptedRefiner(
+        {"Please book a table for two on Friday night": "Book table for two, Friday"}, delay=0.05
+    )
     mem = await Memory.open(MapKv(), refiner=refiner)
     item = await mem.add("Please book a table for two on Friday night")
     assert item.content_method in ("rules", "verbatim")  # add() did not wait

@@ -43,6 +43,7 @@ def ranks(ranks_path) -> dict[bytes, int]:
 @pytest.fixture(scope="module")
 def fast(ranks) -> TiktokenCounter:
     import tiktoken  # noqa: F401  (the `models` extra)
+
     return TiktokenCounter(ranks, backend="tiktoken")
 
 
