@@ -88,12 +88,10 @@ class Memory:
         feedback_flush_s: float,
         sweep_interval_s: float,
         auto_archive_days: float | None,
-        refiner: Refiner | None = None,
-        embedder: Embedder | None = None,
     ) -> None:
         self.kv = kv
-        self.refiner = refiner
-        self.embedder = embedder
+        self.refiner: Refiner | None = None  # set by attach_refiner()
+        self.embedder: Embedder | None = None  # set by attach_embedder()
         # Called as fn(kind, item_id) after background work changes an item ("refined").
         self.listeners: list[Callable[[str, str], object]] = []
         self.vectors: KvVectorStore | None = None
@@ -177,8 +175,6 @@ class Memory:
                 feedback_flush_s=float(feedback_flush_s),
                 sweep_interval_s=float(sweep_interval_s),
                 auto_archive_days=auto_archive_days,
-                refiner=refiner,
-                embedder=embedder,
             )
             memory.schema_migrated_from = await schema.ensure_schema(kv)
             await memory._load()
@@ -187,7 +183,6 @@ class Memory:
                 await kv.close()
             raise
         memory._maintenance = asyncio.ensure_future(memory._maintain())
-        memory.refiner = memory.embedder = None
         try:
             if refiner is not None:
                 await memory.attach_refiner(refiner)

@@ -186,7 +186,8 @@ async def test_add_latency_with_the_refiner_running_stays_close(refiner):
     busy = await Memory.open(MapKv(), refiner=mine)
     try:
         with_refiner = await add_times(busy)
-        assert mine.stats.calls >= 1  # the model really was running meanwhile
+        # The model really was at work meanwhile: a refinement finished or is in flight.
+        assert mine.stats.calls >= 1 or busy._refining is not None
     finally:
         await busy.close()
     ratio = statistics.median(with_refiner) / statistics.median(without)
