@@ -2,6 +2,7 @@ import asyncio
 import json
 
 import pytest
+from helpers import T0, Clock
 
 from pymemory.agent.assembler import MessageAssembler
 from pymemory.agent.checkpoint import (
@@ -13,26 +14,6 @@ from pymemory.agent.checkpoint import (
 )
 from pymemory.errors import NotFoundError, ValidationError
 from pymemory.kv import MapKv, SqliteKv
-
-T0 = 1_780_000_000_000  # a fixed "now" in epoch ms
-
-
-class Clock:
-    """A settable clock returning epoch ms."""
-
-    def __init__(self, now: int = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
-
-
-@pytest.fixture
-def clock():
-    return Clock()
 
 
 @pytest.fixture(params=["memory", "kv-map", "kv-sqlite"])

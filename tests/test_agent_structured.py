@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from helpers import DAY, HOUR, T0, Clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,28 +15,6 @@ from pymemory.agent.structured import (
 )
 from pymemory.errors import ValidationError
 from pymemory.kv import MapKv, SqliteKv
-
-T0 = 1_780_000_000_000  # a fixed "now" in epoch ms
-HOUR = 3_600_000
-DAY = 24 * HOUR
-
-
-class Clock:
-    """A settable clock returning epoch ms."""
-
-    def __init__(self, now: int = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
-
-
-@pytest.fixture
-def clock():
-    return Clock()
 
 
 @pytest.fixture

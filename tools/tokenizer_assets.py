@@ -19,7 +19,6 @@ Run ``python tools/tokenizer_assets.py [PYTHON_WITH_GGUF]`` to fetch all three i
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import shutil
 import subprocess
@@ -27,6 +26,11 @@ import sys
 import tarfile
 import zipfile
 from pathlib import Path
+
+try:  # as the package `tools` (build.py, tests) or as a script
+    from .assets import sha256
+except ImportError:
+    from assets import sha256  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENIZERS = ROOT / ".cache" / "models" / "tokenizers"
@@ -54,14 +58,6 @@ O200K_TIKTOKEN_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8
 
 class TokenizerAssetError(RuntimeError):
     pass
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _check(path: Path, expected: str) -> None:
