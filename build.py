@@ -132,7 +132,6 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("setup", help="create/refresh .venv").set_defaults(fn=lambda a: setup())
     p = sub.add_parser("test", help="lint and run the test suite")
-    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
     p.set_defaults(fn=cmd_test)
     p = sub.add_parser("demo", help="set up and serve the demo")
     p.add_argument("--port", type=int, default=8000)
@@ -141,9 +140,12 @@ def main() -> None:
     p.set_defaults(fn=cmd_demo)
     sub.add_parser("site", help="assemble dist/site").set_defaults(fn=cmd_site)
     p = sub.add_parser("bench", help="run benchmarks/bench_*.py")
-    p.add_argument("bench_args", nargs=argparse.REMAINDER)
     p.set_defaults(fn=cmd_bench)
-    args = parser.parse_args()
+    # Unknown arguments go through to pytest (test) or the benchmark scripts (bench).
+    args, extra = parser.parse_known_args()
+    if extra and args.command not in ("test", "bench"):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.pytest_args = args.bench_args = extra
     args.fn(args)
 
 
