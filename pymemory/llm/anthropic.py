@@ -24,7 +24,7 @@ from .base import (
     excerpt,
     parse_arguments,
 )
-from .transport import HttpTransport, default_transport, in_browser, post_json
+from .transport import HttpChatModel, HttpTransport, default_transport, in_browser
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -32,7 +32,7 @@ DEFAULT_MAX_TOKENS = 1024
 MIN_THINKING_BUDGET = 1024
 
 
-class AnthropicModel:
+class AnthropicModel(HttpChatModel):
     """``await model(ChatRequest(...))`` against ``{base_url}/v1/messages``.
 
     ``base_url`` is the API host, as in the Anthropic SDK (:data:`DEFAULT_BASE_URL`).
@@ -89,26 +89,8 @@ class AnthropicModel:
             payload["temperature"] = request.temperature
         return payload
 
-    async def __call__(self, request: ChatRequest) -> ChatResponse:
-        data = await post_json(
-            self._transport,
-            self.url,
-            self.build_payload(request),
-            headers=self._headers,
-            provider=self.provider,
-            timeout=self.timeout,
-        )
+    def _parse(self, data: Any) -> ChatResponse:
         return parse_response(data, provider=self.provider)
-
-    async def close(self) -> None:
-        if self._owns_transport:
-            await self._transport.close()
-
-    async def __aenter__(self) -> AnthropicModel:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
 
 def _tool_schema(tool: ToolSpec) -> dict[str, Any]:

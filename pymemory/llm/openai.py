@@ -27,7 +27,7 @@ from .base import (
     parse_arguments,
     user_first,
 )
-from .transport import HttpTransport, default_transport, post_json
+from .transport import HttpChatModel, HttpTransport, default_transport
 
 USER_FIRST_PROVIDERS = frozenset({"bedrock"})
 _GPT_MAJOR = re.compile(r"(?:^|[/.:])gpt-(\d+)", re.IGNORECASE)
@@ -44,7 +44,7 @@ def is_reasoning_model(model: str) -> bool:
     return _O_SERIES.search(model) is not None
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(HttpChatModel):
     """``await model(ChatRequest(...))`` against ``{base_url}/chat/completions``.
 
     ``base_url`` is the API root, as in the OpenAI SDK (``https://api.openai.com/v1``).
@@ -97,26 +97,8 @@ class OpenAIChatModel:
             payload[key] = request.max_tokens
         return payload
 
-    async def __call__(self, request: ChatRequest) -> ChatResponse:
-        data = await post_json(
-            self._transport,
-            self.url,
-            self.build_payload(request),
-            headers=self._headers,
-            provider=self.provider,
-            timeout=self.timeout,
-        )
+    def _parse(self, data: Any) -> ChatResponse:
         return parse_response(data, provider=self.provider)
-
-    async def close(self) -> None:
-        if self._owns_transport:
-            await self._transport.close()
-
-    async def __aenter__(self) -> OpenAIChatModel:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
 
 def _tool_schema(tool: ToolSpec) -> dict[str, Any]:

@@ -208,3 +208,42 @@ __all__ = [
     "in_browser",
     "post_json",
 ]
+
+
+class HttpChatModel:
+    """The HTTP plumbing the provider adapters share: post the payload the subclass builds,
+    parse the reply with its ``_parse``, close a transport it made itself."""
+
+    url: str
+    provider: str
+    timeout: float | None
+    _headers: dict[str, str]
+    _transport: HttpTransport
+    _owns_transport: bool
+
+    def build_payload(self, request: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _parse(self, data: Any) -> Any:
+        raise NotImplementedError
+
+    async def __call__(self, request: Any) -> Any:
+        data = await post_json(
+            self._transport,
+            self.url,
+            self.build_payload(request),
+            headers=self._headers,
+            provider=self.provider,
+            timeout=self.timeout,
+        )
+        return self._parse(data)
+
+    async def close(self) -> None:
+        if self._owns_transport:
+            await self._transport.close()
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
