@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .embedding import EmbedderUnavailableError
+from .embedding import EmbedderUnavailableError, HashingEmbedder
 from .errors import PymemoryError, ValidationError
 from .item import ArchivedItem, MemoryItem
 from .kv import KvBackend
@@ -354,16 +354,23 @@ class RpcApi:
 
     async def _m_loadModels(self, db: str, params: Any) -> dict[str, Any]:
         """Load the local models and attach them to this database's Memory: ``embedder``
-        (MiniLM: dense + hybrid retrieval) and ``summarizer`` (SmolLM2: Encoder stage 2).
-        Idempotent. Returns what is attached and how long loading took."""
+        (``true``: MiniLM, dense + hybrid retrieval; ``"hashing"``: the model-free
+        :class:`~pymemory.embedding.HashingEmbedder`, a lexical baseline for tests and
+        benchmarks) and ``summarizer`` (SmolLM2: Encoder stage 2). Idempotent. Returns
+        what is attached and how long loading took."""
         p = _params(params, {"embedder", "summarizer"})
+        kind = p.get("embedder", False)
+        if kind not in (True, False, "hashing"):
+            raise ValidationError('embedder must be true, false or "hashing"')
         memory = await self.memory(db)
         out: dict[str, Any] = {}
-        if p.get("embedder", False):
+        if kind:
             t0 = time.perf_counter()
-            embedder = await self.embedder()
+            embedder = HashingEmbedder() if kind == "hashing" else await self.embedder()
             if memory.embedder is None:
                 await memory.attach_embedder(embedder)
+            elif memory.embedder.name != embedder.name:
+                raise ValidationError(f"{memory.embedder.name} is already attached")
             out["embedder"] = {"name": embedder.name, "loadMs": _ms(t0)}
         if p.get("summarizer", False):
             t0 = time.perf_counter()

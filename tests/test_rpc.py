@@ -80,3 +80,17 @@ async def test_databases_are_separate_and_import_reports_progress(api):
 async def test_kv_conformance_through_rpc(api):
     results = await ok(api, "runKvConformance")
     assert results and all(r["ok"] for r in results)
+
+
+async def test_load_models_hashing_embedder_turns_on_hybrid(api):
+    await ok(api, "addMemory", {"text": "the bike shed code is 4471"})
+    assert (await ok(api, "retrieve", {"query": "bike shed"}))["mode"] == "bm25"
+    loaded = await ok(api, "loadModels", {"embedder": "hashing"})
+    assert loaded["embedder"]["name"].startswith("hashing-384")
+    assert (await ok(api, "modelsIdle"))["embedded"] == 1
+    got = await ok(api, "retrieve", {"query": "bike shed", "trace": True})
+    assert got["mode"] == "hybrid" and got["memories"][0]["dense"] > 0
+    await ok(api, "loadModels", {"embedder": "hashing"})  # idempotent
+    for bad in ({"embedder": "bert"}, {"embedder": 1}):
+        answer = await call(api, "loadModels", bad)
+        assert answer["error"]["code"] == "invalid_input"
