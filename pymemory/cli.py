@@ -553,8 +553,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--retriever", choices=(*EVAL_RETRIEVERS, "all"), default="all", help="default: all"
     )
     p.add_argument(
-        "--embedder", default="hashing", metavar="NAME",
-        help="for dense and hybrid: hashing (a lexical baseline) or minilm; default: hashing",
+        "--embedder", default="minilm", metavar="NAME",
+        help="for dense and hybrid: minilm (the local model) or hashing (a model-free "
+        "lexical baseline); default: minilm",
     )  # fmt: skip
     return parser
 

@@ -201,7 +201,14 @@ class Memory:
         self._check_open()
         if self.embedder is not None:
             raise ValidationError("an embedder is already attached")
-        self.vectors = await KvVectorStore.open(self.kv, embedder.dim, vector_dtype)
+        vectors = await KvVectorStore.open(self.kv, embedder.dim, vector_dtype)
+        async with self._lock:
+            # Vectors left by a crash between an item's delete and its vector's: drop them,
+            # so that every vector belongs to a live item (retrieval counts on it).
+            orphans = [i for i in vectors.ids() if i not in self._catalog.items]
+            if orphans:
+                await vectors.delete(orphans)
+        self.vectors = vectors
         self.embedder = embedder
         for item_id in self._catalog.items:
             if item_id not in self.vectors:  # written before the embedder was on
@@ -801,7 +808,7 @@ class Memory:
             return None, (f"dense retrieval failed ({type(exc).__name__}); ranked by BM25",)
         slot_of = self._catalog.slot_of
         hits = [(slot_of[i], s) for i, s in self.vectors.search(query_vec, depth) if i in slot_of]
-        missing = sum(1 for i in self._catalog.items if i not in self.vectors)
+        missing = max(0, len(self._catalog) - len(self.vectors))  # each vector: a live item
         notes = (f"{missing} item(s) not embedded yet: ranked by BM25 only",) if missing else ()
         return (
             np.array([h[0] for h in hits], dtype=np.int64),

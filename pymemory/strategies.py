@@ -1,10 +1,15 @@
 """Retrieval strategies (seed 002 §3.3): small values that compose and serialise.
 
 Filters (``time_window``, ``by_tag``, ``by_type``, ``by_scope``) combine with AND.
-Weights (``time_decay``, ``feedback_weight``) replace the defaults; in ``compose`` a later
-one overrides an earlier one of the same kind. Every strategy starts from the default,
-``compose(time_decay(168, floor=0.2), feedback_weight(liked=5, disliked=0.1, important=3))``,
-so old memories rank lower but are never dropped unless a hard ``time_window`` asks for it.
+Weights (``time_decay``, ``feedback_weight``, ``fusion``) replace the defaults; in
+``compose`` a later one overrides an earlier one of the same kind. Every strategy starts
+from the default, ``compose(time_decay(), feedback_weight(), fusion())``, so old memories
+rank lower but are never dropped unless a hard ``time_window`` asks for it.
+
+The decay and fusion defaults below were tuned on the shipped evaluation suites
+(``benchmarks/tune_retrieval.py``; docs/BENCHMARKS.md has the grid): a floor of 0.5 keeps
+a weeks-old exact answer above yesterday's chatter, and a low lexical weight with a small
+RRF ``k`` lets BM25 break the dense ranking's near-ties without dragging it down.
 """
 
 from __future__ import annotations
@@ -18,6 +23,14 @@ from .errors import StrategyError, ValidationError
 from .item import MEMORY_TYPES, check_scope, check_tag
 
 HOUR_MS = 3_600_000
+
+# Defaults, in one place (the JS builders leave unset options to these).
+DECAY_HALF_LIFE_HOURS = 168.0
+DECAY_FLOOR = 0.5
+FUSION_K = 20.0
+FUSION_LEXICAL = 0.2
+FUSION_DENSE = 1.0
+FUSION_DEPTH = 100
 
 
 @dataclass(frozen=True)
@@ -58,8 +71,8 @@ class TimeDecay:
     ``half_life_hours=None`` turns decay off (factor 1).
     """
 
-    half_life_hours: float | None = 168.0
-    floor: float = 0.2
+    half_life_hours: float | None = DECAY_HALF_LIFE_HOURS
+    floor: float = DECAY_FLOOR
     kind: str = field(default="time_decay", init=False)
 
 
@@ -80,10 +93,10 @@ class Fusion:
     fusion ``sum(weight / (k + rank))`` over each side's ranking (each side ranked by its
     score x decay x feedback), taking the top ``depth`` dense candidates."""
 
-    k: float = 60.0
-    lexical: float = 1.0
-    dense: float = 1.0
-    depth: int = 100
+    k: float = FUSION_K
+    lexical: float = FUSION_LEXICAL
+    dense: float = FUSION_DENSE
+    depth: int = FUSION_DEPTH
     kind: str = field(default="fusion", init=False)
 
 
@@ -167,7 +180,9 @@ def by_scope(*scopes: str | Iterable[str]) -> ByScope:
         raise StrategyError(f"by_scope: {exc}") from None
 
 
-def time_decay(half_life_hours: float | None = 168.0, *, floor: float = 0.2) -> TimeDecay:
+def time_decay(
+    half_life_hours: float | None = DECAY_HALF_LIFE_HOURS, *, floor: float = DECAY_FLOOR
+) -> TimeDecay:
     half_life_hours = _number("time_decay.half_life_hours", half_life_hours, allow_none=True)
     if half_life_hours is not None and half_life_hours <= 0:
         raise StrategyError("time_decay.half_life_hours must be > 0 (or None for no decay)")
@@ -187,7 +202,12 @@ def feedback_weight(
     )
 
 
-def fusion(k: float = 60.0, lexical: float = 1.0, dense: float = 1.0, depth: int = 100) -> Fusion:
+def fusion(
+    k: float = FUSION_K,
+    lexical: float = FUSION_LEXICAL,
+    dense: float = FUSION_DENSE,
+    depth: int = FUSION_DEPTH,
+) -> Fusion:
     k = _number("fusion.k", k)
     if k <= 0:
         raise StrategyError("fusion.k must be > 0")
@@ -206,7 +226,7 @@ def compose(*strategies: Strategy | Iterable[Strategy]) -> Compose:
     return Compose(tuple(strategies))  # type: ignore[arg-type]
 
 
-DEFAULT_STRATEGY = compose(time_decay(), feedback_weight())
+DEFAULT_STRATEGY = compose(time_decay(), feedback_weight(), fusion())
 
 
 # --- serialisation ----------------------------------------------------------------------

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from helpers import DAY, Clock
 
-from pymemory import Memory, by_scope
+from pymemory import Memory
 from pymemory.cli import main
 from pymemory.embedding import (
     EMBEDDERS,
@@ -23,16 +23,17 @@ from pymemory.embedding import (
 from pymemory.errors import ValidationError
 from pymemory.evals import (
     KS,
-    Bm25Retriever,
     DenseRetriever,
-    HybridRetriever,
+    MemoryRetriever,
     Retriever,
+    evaluate,
+    load,
     load_suite,
     parse_suite,
     report_rows,
     run_suite,
 )
-from pymemory.evals.harness import auroc, build_store
+from pymemory.evals.harness import auroc, make_retriever
 from pymemory.evals.suites import ABSTENTION, SUITES
 from pymemory.kv import MapKv
 from pymemory.tokens import HeuristicTokenCounter
@@ -106,10 +107,13 @@ def test_long_context_recall_is_about_16k_tokens_with_needles_at_depth(lcr):
         start[turn.id] = (position, size)
         position += size
     assert Counter(q.category for q in lcr.questions) == {
-        "depth 10%": 5,
-        "depth 50%": 5,
-        "depth 90%": 5,
+        "depth 10%": 10,
+        "depth 50%": 10,
+        "depth 90%": 10,
     }
+    # Asked by key as well as in other words: enough questions of each kind.
+    matches = Counter(q.match for q in lcr.questions)
+    assert matches["exact"] >= 8 and matches["paraphrase"] >= 8, matches
     for q in lcr.questions:
         (needle,) = q.gold_ids
         before, size = start[needle]
@@ -118,6 +122,44 @@ def test_long_context_recall_is_about_16k_tokens_with_needles_at_depth(lcr):
         assert abs(depth - target) <= 0.02, (q.id, depth)
         assert q.depth == pytest.approx(depth, abs=1e-4)
         assert q.asked_at >= max(t.timestamp for t in lcr.turns)
+
+
+def test_long_context_recall_needles_have_two_near_miss_distractors(lcr):
+    # Question nNN has distractor user turns dNNa and dNNb: the same kind of fact that does
+    # not answer it, each acknowledged by the assistant and placed away from the needle.
+    assert lcr.version >= 3
+    counter = HeuristicTokenCounter()
+    sizes = [counter.count(t.text) for t in lcr.turns]
+    total = sum(sizes)
+    middle, position = {}, 0
+    for turn, size in zip(lcr.turns, sizes, strict=True):
+        middle[turn.id] = (position + size / 2) / total
+        position += size
+    stamps = [t.timestamp for t in lcr.turns]
+    assert stamps == sorted(set(stamps))  # strictly increasing: file order is time order
+    gold = {t for q in lcr.questions for t in q.gold_ids}
+    distractors = [
+        t.id
+        for t in lcr.turns
+        if len(t.id) == 4 and t.id[0] == "d" and t.id[1:3].isdigit() and t.id[3] in "ab"
+    ]
+    assert len(distractors) == 2 * len(lcr.questions)
+    assert sorted(q.id for q in lcr.questions) == [f"n{i:02d}" for i in range(1, 31)]
+    assert sorted(distractors) == [f"d{i:02d}{s}" for i in range(1, 31) for s in "ab"]
+    order = {t.id: i for i, t in enumerate(lcr.turns)}
+    offsets = []
+    for q in lcr.questions:
+        (needle,) = q.gold_ids
+        for suffix in "ab":
+            tid = f"d{q.id.removeprefix('n')}{suffix}"
+            assert tid in lcr.turn_index, (q.id, tid)
+            assert tid not in gold
+            assert lcr.turn_index[tid].role == "user"
+            assert lcr.turns[order[tid] + 1].role == "assistant"
+            offsets.append(middle[tid] - middle[needle])
+            assert abs(offsets[-1]) >= 0.05, (q.id, tid, offsets[-1])
+    assert min(offsets) < 0 < max(offsets)  # some before their needle, some after
+    assert min(middle[d] for d in distractors) < 0.1 and max(middle[d] for d in distractors) > 0.9
 
 
 @pytest.mark.parametrize(
@@ -211,7 +253,7 @@ async def test_harness_accepts_a_custom_retriever(tiny):
             items = await self.memory.list()
             return [i.id for i in items][:k]  # newest first, ignores the query
 
-    report = await run_suite(tiny, lambda memory, store, embedder: Reverse(memory))
+    report = await run_suite(tiny, lambda memory: Reverse(memory))
     assert report.retriever == "reverse"
     assert all(r.scores is None for r in report.results)
     assert report.overall.abstention_auroc is None
@@ -262,75 +304,43 @@ async def _memory_with(texts, clock, **extra):
 async def test_retrievers_share_the_protocol():
     clock = Clock()
     memory, _ = await _memory_with([("hello world", 0)], clock)
+    assert MemoryRetriever(memory).name == "bm25"
     embedder = HashingEmbedder(dim=64)
-    store = await build_store(memory, embedder)
-    for r in (
-        Bm25Retriever(memory),
-        DenseRetriever(store, embedder),
-        HybridRetriever(memory, store, embedder),
-    ):
+    await memory.attach_embedder(embedder)
+    await memory.embed_idle()
+    assert memory.vectors is not None
+    for r in (MemoryRetriever(memory), DenseRetriever(memory.vectors, embedder)):
         assert isinstance(r, Retriever)
         assert await r.search("hello", 3, clock.now) == [(await memory.list())[0].id]
         with pytest.raises(ValidationError):
             await r.search("hello", 0, clock.now)
-    await memory.close()
-
-
-async def test_hybrid_fuses_lexical_and_dense_and_weighs_recency():
-    clock = Clock()
-    texts = [
-        ("Invoice INV-2291 was paid by bank transfer", 30 * DAY),
-        ("The invoice for the office chairs is still open", 0),
-        ("Paid the electrician for the new sockets", 1 * DAY),
-    ]
-    memory, items = await _memory_with(texts, clock)
-    embedder = HashingEmbedder(dim=256)
-    store = await build_store(memory, embedder)
-    hybrid = HybridRetriever(memory, store, embedder)
-    lexical, dense = await hybrid.rankings("INV-2291 invoice paid", clock.now)
-    assert set(lexical) <= {i.id for i in items} and dense
-    fused = await hybrid.search_scored("INV-2291 invoice paid", 3, clock.now)
-    assert fused[0][0] == items[0].id  # the exact code wins despite being a month old
-    assert [s for _, s in fused] == sorted((s for _, s in fused), reverse=True)
-    # After fusion, a decay factor of 0.2 pulls the month-old exact match down.
-    after = HybridRetriever(memory, store, embedder, weighting="after_fusion")
-    late = await after.search_scored("INV-2291 invoice paid", 3, clock.now)
-    assert late[0][0] != items[0].id
-    await memory.close()
-
-
-async def test_hybrid_applies_feedback_and_filters_to_dense_hits():
-    clock = Clock()
-    memory, items = await _memory_with(
-        [("alpha beta gamma", 0), ("alpha beta delta", 0)],
-        clock,
-        **{"alpha beta delta": {"scope": "work"}},
-    )
-    embedder = HashingEmbedder(dim=128)
-    store = await build_store(memory, embedder)
-    hybrid = HybridRetriever(memory, store, embedder)
-    await memory.feedback(items[1].id, "liked")
-    assert (await hybrid.search("alpha beta", 2, clock.now))[0] == items[1].id
-    scoped = HybridRetriever(memory, store, embedder, strategy=by_scope("work"))
-    assert await scoped.search("gamma", 5, clock.now) == [items[1].id]
-    await memory.delete(items[1].id)  # still in the vector store: dropped, not returned
-    assert items[1].id not in await hybrid.search("alpha beta delta", 5, clock.now)
-    await memory.close()
-
-
-async def test_hybrid_validation():
-    memory = await Memory.open(MapKv(), clock=Clock())
-    embedder = HashingEmbedder(dim=32)
-    store = InMemoryVectorStore(32)
-    with pytest.raises(ValidationError):
-        HybridRetriever(memory, store, embedder, weights=(1.0,))  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):
-        HybridRetriever(memory, store, embedder, rrf_k=-1)
-    with pytest.raises(ValidationError):
-        HybridRetriever(memory, store, embedder, weighting="sometimes")  # type: ignore[arg-type]
+    assert MemoryRetriever(memory).name == "hybrid"
     with pytest.raises(ValidationError):
         DenseRetriever(InMemoryVectorStore(16), embedder)
+    with pytest.raises(ValidationError):  # bm25 needs the embedder off
+        make_retriever("bm25", memory)
+    with pytest.raises(ValidationError):
+        make_retriever("magic", memory)
     await memory.close()
+
+
+async def test_hybrid_in_the_harness_is_memory_retrieve(tiny):
+    """One loaded suite, scored by Memory.retrieve with two strategies: the harness's
+    hybrid is the app's ranking, so a strategy changes it."""
+    loaded = await load(tiny, HashingEmbedder(dim=128))
+    try:
+        assert loaded.memory.embedder is not None and len(loaded.memory.vectors) == 4
+        hybrid = await evaluate(loaded, make_retriever("hybrid", loaded.memory))
+        assert hybrid.retriever == "hybrid" and hybrid.embedder.startswith("hashing-128")
+        r = await loaded.memory.retrieve(loaded.suite.questions[0].text)
+        assert r.mode == "hybrid"
+        assert hybrid.results[0].ranked[0] == loaded.turn_of[r.memories[0].item.id]
+        only_dense = await evaluate(
+            loaded, MemoryRetriever(loaded.memory, {"kind": "fusion", "lexical": 0.0})
+        )
+        assert only_dense.results[0].scores != hybrid.results[0].scores
+    finally:
+        await loaded.close()
 
 
 # --- embedders ----------------------------------------------------------------------------
@@ -386,7 +396,10 @@ def test_cli_eval_table(tmp_path: Path, capsys):
 
 
 def test_cli_eval_json_all_retrievers(tmp_path: Path, capsys):
-    code = main(["--db", str(tmp_path / "m.db"), "--json", "eval", "long-context-recall"])
+    code = main(
+        ["--db", str(tmp_path / "m.db"), "--json", "eval", "long-context-recall",
+         "--embedder", "hashing"]
+    )  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0, err
     doc = json.loads(out)

@@ -4,8 +4,9 @@ import asyncio
 
 import numpy as np
 import pytest
+from helpers import DAY, Clock
 
-from pymemory import Memory
+from pymemory import Memory, by_scope, schema
 from pymemory.embedding import HashingEmbedder
 from pymemory.kv import MapKv, SqliteKv
 from pymemory.strategies import compose, from_dict, fusion, to_dict
@@ -66,6 +67,21 @@ async def test_backfill_update_delete_and_archive_keep_vectors_in_step(tmp_path)
     await kv.close()
 
 
+async def test_orphan_vectors_are_dropped_when_the_embedder_attaches(tmp_path):
+    path = tmp_path / "m.db"
+    mem = await Memory.open(path, embedder=HashingEmbedder())
+    kept, lost = await mem.add_many([{"text": "kept note"}, {"text": "lost note"}])
+    await mem.embed_idle()
+    await mem.kv.delete_many([schema.mem_key(lost.id)])  # a crash before its vector went
+    await mem.close()
+
+    mem = await Memory.open(path, embedder=HashingEmbedder())
+    assert mem.vectors.ids() == [kept.id]
+    assert await mem.kv.get("vec:" + lost.id) is None
+    assert (await mem.retrieve("note")).notes == ()  # nothing counted as not embedded
+    await mem.close()
+
+
 async def test_dense_off_or_pending_is_said_in_the_result():
     mem = await Memory.open(MapKv())
     await mem.add("alpha beta")
@@ -94,17 +110,51 @@ async def test_rrf_fuses_both_rankings_with_weights():
     exact = await mem.add("error code E4021 on the payment page")
     near = await mem.add("the payments page shows errors")
     await mem.embed_idle()
-    result = await mem.retrieve("E4021", trace=True)
-    by_id = {c.id: c for c in result.trace}
     k = 60.0
+    result = await mem.retrieve("E4021", fusion(k=k, lexical=1, dense=1), trace=True)
+    by_id = {c.id: c for c in result.trace}
     # exact is first in the BM25 ranking; its fused score includes that side's 1/(k+1).
     assert by_id[exact.id].score >= 1 / (k + 1)
-    lexical_only = await mem.retrieve("E4021", fusion(lexical=1, dense=0), trace=True)
+    lexical_only = await mem.retrieve("E4021", fusion(k=k, lexical=1, dense=0), trace=True)
     assert [c.id for c in lexical_only.trace if c.status == "included"] == [exact.id]
     assert {c.id: c.score for c in lexical_only.trace}[exact.id] == pytest.approx(1 / (k + 1))
     dense_only = await mem.retrieve("E4021", fusion(lexical=0, dense=1, k=10), trace=True)
     assert all(c.bm25 == 0 or c.score <= 1 / 11 for c in dense_only.trace)
     assert near.id in {c.id for c in result.trace}
+    await mem.close()
+
+
+async def test_an_old_exact_match_still_wins_in_hybrid():
+    clock = Clock()
+    mem = await Memory.open(MapKv(), clock=clock, embedder=HashingEmbedder(dim=256))
+    old = await mem.add(
+        "Invoice INV-2291 was paid by bank transfer", timestamp=clock.now - 30 * DAY
+    )
+    await mem.add("The invoice for the office chairs is still open")
+    await mem.add("Paid the electrician for the new sockets", timestamp=clock.now - DAY)
+    await mem.embed_idle()
+    result = await mem.retrieve("INV-2291 invoice paid", trace=True)
+    assert result.mode == "hybrid" and result.memories[0].item.id == old.id
+    top = result.trace[0]
+    assert top.decay < 1 and top.dense is not None and top.bm25 > 0  # every factor shown
+    await mem.close()
+
+
+async def test_feedback_filters_and_deletes_apply_to_dense_candidates():
+    mem = await Memory.open(MapKv(), embedder=HashingEmbedder(dim=128))
+    a = await mem.add("alpha beta gamma")
+    b = await mem.add("alpha beta delta", scope="work")
+    await mem.embed_idle()
+    await mem.feedback(b.id, "liked")
+    await mem.flush()
+    assert (await mem.retrieve("alpha beta")).memories[0].item.id == b.id
+    assert (await mem.retrieve("alpha beta")).memories[0].feedback_weight > 1
+    # "gamma" matches a lexically; the scope filter must also hold for dense candidates.
+    scoped = await mem.retrieve("gamma", by_scope("work"), trace=True)
+    assert [m.item.id for m in scoped.memories] == [b.id]
+    assert {c.id: c.status for c in scoped.trace}[a.id] == "scope"
+    await mem.delete(b.id)
+    assert b.id not in [m.item.id for m in (await mem.retrieve("alpha beta delta")).memories]
     await mem.close()
 
 

@@ -22,6 +22,7 @@ from pymemory import (
     time_window,
 )
 from pymemory.kv import MapKv, SqliteKv
+from pymemory.strategies import DECAY_FLOOR
 
 
 async def test_add_get_update_delete(memory):
@@ -124,7 +125,7 @@ async def test_decay_ranks_old_lower_but_keeps_it(memory, clock):
     assert result.items == [new, old]  # old is still there
     rows = {c.id: c for c in result.trace}
     assert rows[old.id].decay < rows[new.id].decay
-    assert rows[old.id].decay == pytest.approx(0.2, abs=0.01)  # the floor
+    assert rows[old.id].decay == pytest.approx(DECAY_FLOOR, abs=0.01)
     no_decay = await memory.retrieve("deploy checklist", time_decay(None), trace=True)
     assert {c.decay for c in no_decay.trace} == {1.0}
 

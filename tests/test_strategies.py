@@ -6,6 +6,8 @@ import pytest
 
 from pymemory import StrategyError
 from pymemory.strategies import (
+    DECAY_FLOOR,
+    DECAY_HALF_LIFE_HOURS,
     DEFAULT_STRATEGY,
     by_scope,
     by_tag,
@@ -14,6 +16,7 @@ from pymemory.strategies import (
     compose,
     feedback_weight,
     from_dict,
+    fusion,
     time_decay,
     time_window,
     to_dict,
@@ -43,7 +46,9 @@ def test_round_trip_through_json(strategy):
 def test_default_keeps_everything_with_decay_and_feedback():
     plan = compile_strategy(DEFAULT_STRATEGY)
     assert plan.since(10**12) is None and plan.scopes is None and plan.types is None
-    assert plan.decay.half_life_hours == 168 and plan.decay.floor == 0.2
+    assert plan.decay.half_life_hours == DECAY_HALF_LIFE_HOURS and plan.decay.floor == DECAY_FLOOR
+    assert 0 < DECAY_FLOOR < 1  # old memories weigh less but are never dropped
+    assert plan.fusion == fusion()
     assert (plan.feedback.liked, plan.feedback.disliked, plan.feedback.important) == (5, 0.1, 3)
 
 

@@ -84,6 +84,7 @@ export type Strategy =
   | { kind: "by_scope"; scopes: Scope[] }
   | { kind: "time_decay"; half_life_hours?: number | null; floor?: number }
   | { kind: "feedback_weight"; liked?: number; disliked?: number; important?: number }
+  | { kind: "fusion"; k?: number; lexical?: number; dense?: number; depth?: number }
   | { kind: "compose"; strategies: Strategy[] };
 
 export type StrategyPreset = "recent-5" | "all" | "by-tag" | "custom";
@@ -97,6 +98,8 @@ export declare const strategies: {
   byScope(...scopes: Scope[] | [Scope[]]): Strategy;
   timeDecay(opts?: { halfLifeHours?: number | null; floor?: number }): Strategy;
   feedbackWeight(opts?: { liked?: number; disliked?: number; important?: number }): Strategy;
+  /** How BM25 and dense rankings are fused once an embedder is loaded (RRF). */
+  fusion(opts?: { k?: number; lexical?: number; dense?: number; depth?: number }): Strategy;
   compose(...parts: Strategy[] | [Strategy[]]): Strategy;
 };
 

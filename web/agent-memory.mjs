@@ -33,6 +33,7 @@ export class MemoryError extends Error {
 // --- strategies: the same values as Python's pymemory.strategies ---------------------
 
 const list = (values) => (Array.isArray(values[0]) ? values[0] : values);
+const given = (obj) => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
 
 export const strategies = Object.freeze({
   timeWindow: ({ hours = null, sinceMs = null, untilMs = null } = {}) => ({
@@ -48,17 +49,12 @@ export const strategies = Object.freeze({
   }),
   byType: (...types) => ({ kind: "by_type", types: list(types) }),
   byScope: (...scopes) => ({ kind: "by_scope", scopes: list(scopes) }),
-  timeDecay: ({ halfLifeHours = 168, floor = 0.2 } = {}) => ({
-    kind: "time_decay",
-    half_life_hours: halfLifeHours,
-    floor,
-  }),
-  feedbackWeight: ({ liked = 5, disliked = 0.1, important = 3 } = {}) => ({
-    kind: "feedback_weight",
-    liked,
-    disliked,
-    important,
-  }),
+  // Options left out take the core's defaults (pymemory.strategies), kept in one place.
+  timeDecay: ({ halfLifeHours, floor } = {}) =>
+    given({ kind: "time_decay", half_life_hours: halfLifeHours, floor }),
+  feedbackWeight: ({ liked, disliked, important } = {}) =>
+    given({ kind: "feedback_weight", liked, disliked, important }),
+  fusion: ({ k, lexical, dense, depth } = {}) => given({ kind: "fusion", k, lexical, dense, depth }),
   compose: (...parts) => ({ kind: "compose", strategies: list(parts) }),
 });
 

@@ -6,17 +6,28 @@
 or from the command line: ``pymemory eval multi-turn-memory --retriever all``.
 """
 
-from .harness import KS, RETRIEVERS, Metrics, QuestionResult, Report, report_rows, run_suite
-from .retrievers import Bm25Retriever, DenseRetriever, HybridRetriever, Retriever
+from .harness import (
+    KS,
+    RETRIEVERS,
+    LoadedSuite,
+    Metrics,
+    QuestionResult,
+    Report,
+    evaluate,
+    load,
+    report_rows,
+    run_suite,
+)
+from .retrievers import DenseRetriever, MemoryRetriever, Retriever
 from .suites import SUITES, Question, Suite, Turn, load_suite, parse_suite
 
 __all__ = [
     "KS",
     "RETRIEVERS",
     "SUITES",
-    "Bm25Retriever",
     "DenseRetriever",
-    "HybridRetriever",
+    "LoadedSuite",
+    "MemoryRetriever",
     "Metrics",
     "Question",
     "QuestionResult",
@@ -24,6 +35,8 @@ __all__ = [
     "Retriever",
     "Suite",
     "Turn",
+    "evaluate",
+    "load",
     "load_suite",
     "parse_suite",
     "report_rows",

@@ -8,10 +8,14 @@ What happens:
 1. A fresh :class:`~pymemory.Memory` over a :class:`~pymemory.kv.MapKv`, with a clock the
    harness controls, receives every turn of the suite through ``add_many`` with the
    turn's timestamp (one memory per turn; ``metadata.turn`` keeps the suite's turn id).
-2. For ``dense`` and ``hybrid`` every turn's text is embedded into an
-   :class:`~pymemory.vectors.InMemoryVectorStore` under the memory's id.
+2. For ``dense`` and ``hybrid`` the embedder is attached to that Memory, which embeds
+   every turn's text into its vector store (the same path an app takes). ``bm25`` and
+   ``hybrid`` are then ``Memory.retrieve`` itself, ``dense`` the vectors alone.
 3. For each question the clock is set to the question's ``asked_at`` and the retriever's
    ``search(question, k, now_ms)`` is timed.
+
+To score many rankings on one loaded suite (tuning), use :func:`load` once and
+:func:`evaluate` per retriever.
 
 Metrics (``k`` = 10 by default; gold = the question's gold turns):
 
@@ -41,33 +45,33 @@ from typing import Any
 
 import numpy as np
 
-from ..embedding import Embedder, HashingEmbedder, check_embeddings
+from ..embedding import Embedder, HashingEmbedder
 from ..errors import ValidationError
-from ..fusion import DEFAULT_K
 from ..kv import MapKv
 from ..memory import Memory
 from ..strategies import Strategy
 from ..tokens import HeuristicTokenCounter
-from ..vectors import InMemoryVectorStore, VectorStore
-from .retrievers import Bm25Retriever, DenseRetriever, HybridRetriever, Retriever
+from .retrievers import DenseRetriever, MemoryRetriever, Retriever
 from .suites import ABSTENTION, Question, Suite, load_suite
 
 __all__ = [
     "KS",
     "RETRIEVERS",
+    "LoadedSuite",
     "Metrics",
     "QuestionResult",
     "Report",
     "auroc",
+    "evaluate",
+    "load",
     "report_rows",
     "run_suite",
 ]
 
 RETRIEVERS = ("bm25", "dense", "hybrid")
 KS = (1, 5, 10)
-EMBED_BATCH = 64
 
-RetrieverFactory = Callable[[Memory, VectorStore | None, Embedder | None], Retriever]
+RetrieverFactory = Callable[[Memory], Retriever]
 
 
 class _Clock:
@@ -192,8 +196,29 @@ def _score(question: Question, ranked: list[str], k: int) -> tuple[int | None, d
     return rank, recall
 
 
-async def build_memory(suite: Suite, clock: Callable[[], int]) -> tuple[Memory, dict[str, str]]:
-    """A fresh Memory holding the suite's turns; returns it and memory id -> turn id."""
+@dataclass
+class LoadedSuite:
+    """A suite's turns in a fresh Memory (with vectors when an embedder is attached)."""
+
+    suite: Suite
+    memory: Memory
+    clock: _Clock
+    turn_of: dict[str, str]  # memory id -> turn id
+    index_ms: float  # adding the turns (and embedding them)
+
+    async def close(self) -> None:
+        await self.memory.close()
+
+
+async def load(suite: Suite | str, embedder: Embedder | None = None, *, dtype: str = "int8"
+               ) -> LoadedSuite:  # fmt: skip
+    """Add every turn of ``suite`` to a fresh Memory over MapKv, one memory per turn with
+    the turn's timestamp; with ``embedder``, attach it and wait until every turn is
+    embedded (so retrieval is hybrid)."""
+    if isinstance(suite, str):
+        suite = load_suite(suite)
+    clock = _Clock(max((t.timestamp for t in suite.turns), default=0))
+    started = time.perf_counter()
     memory = await Memory.open(MapKv(), clock=clock)
     try:
         items = await memory.add_many(
@@ -204,116 +229,62 @@ async def build_memory(suite: Suite, clock: Callable[[], int]) -> tuple[Memory, 
             }
             for t in suite.turns
         )
+        if embedder is not None:
+            await memory.attach_embedder(embedder, vector_dtype=dtype)  # type: ignore[arg-type]
+            await memory.embed_idle()
     except BaseException:
         await memory.close()
         raise
-    return memory, {item.id: turn.id for item, turn in zip(items, suite.turns, strict=True)}
-
-
-async def build_store(
-    memory: Memory, embedder: Embedder, *, dtype: str = "int8"
-) -> InMemoryVectorStore:
-    """Every memory's raw text embedded into a vector store under the memory's id."""
-    items = await memory.list()
-    store = InMemoryVectorStore(embedder.dim, dtype)  # type: ignore[arg-type]
-    for start in range(0, len(items), EMBED_BATCH):
-        chunk = items[start : start + EMBED_BATCH]
-        vectors = check_embeddings(
-            await embedder.embed([i.text for i in chunk]), len(chunk), embedder.dim
-        )
-        await store.upsert([i.id for i in chunk], vectors)
-    return store
+    turn_of = {item.id: turn.id for item, turn in zip(items, suite.turns, strict=True)}
+    return LoadedSuite(suite, memory, clock, turn_of, (time.perf_counter() - started) * 1000)
 
 
 def make_retriever(
-    name: str,
-    memory: Memory,
-    store: VectorStore | None,
-    embedder: Embedder | None,
-    *,
-    strategy: Strategy | Mapping[str, Any] | None = None,
-    rrf_k: float = DEFAULT_K,
-    weights: tuple[float, float] = (1.0, 1.0),
+    name: str, memory: Memory, *, strategy: Strategy | Mapping[str, Any] | None = None
 ) -> Retriever:
-    if name == "bm25":
-        return Bm25Retriever(memory, strategy)
-    assert store is not None and embedder is not None
+    """``bm25`` and ``hybrid`` are ``Memory.retrieve`` (hybrid needs an attached embedder),
+    ``dense`` the attached embedder's vectors alone."""
+    if name not in RETRIEVERS:
+        raise ValidationError(f"retriever must be one of {', '.join(RETRIEVERS)}, got {name!r}")
+    if (name == "bm25") != (memory.embedder is None):
+        state = "off" if name == "bm25" else "on"
+        raise ValidationError(f"{name} retrieval needs the embedder {state}")
     if name == "dense":
-        return DenseRetriever(store, embedder)
-    if name == "hybrid":
-        return HybridRetriever(
-            memory, store, embedder, rrf_k=rrf_k, weights=weights, strategy=strategy
-        )
-    raise ValidationError(f"retriever must be one of {', '.join(RETRIEVERS)}, got {name!r}")
+        assert memory.vectors is not None and memory.embedder is not None
+        return DenseRetriever(memory.vectors, memory.embedder)
+    return MemoryRetriever(memory, strategy)
 
 
-async def run_suite(
-    suite: Suite | str,
-    retriever: str | RetrieverFactory = "hybrid",
-    embedder: Embedder | None = None,
-    *,
-    k: int = 10,
-    strategy: Strategy | Mapping[str, Any] | None = None,
-    rrf_k: float = DEFAULT_K,
-    weights: tuple[float, float] = (1.0, 1.0),
-    dtype: str = "int8",
-) -> Report:
-    """Load ``suite`` into a fresh Memory, ask every question, and measure.
-
-    ``retriever`` is ``"bm25"``, ``"dense"``, ``"hybrid"``, or a factory
-    ``(memory, store, embedder) -> Retriever`` (to evaluate a new ranking). ``embedder``
-    (default: a :class:`HashingEmbedder`) is used by dense and hybrid retrieval and by
-    factories; ``strategy``, ``rrf_k``, ``weights`` and ``dtype`` configure the built-in
-    retrievers and the vector store.
-    """
-    if isinstance(suite, str):
-        suite = load_suite(suite)
+async def evaluate(loaded: LoadedSuite, retriever: Retriever, *, k: int = 10) -> Report:
+    """Ask every question of the loaded suite (the clock set to its ``asked_at``)."""
     if isinstance(k, bool) or not isinstance(k, int) or k < max(KS):
         raise ValidationError(f"k must be an int >= {max(KS)}")
-    if isinstance(retriever, str) and retriever not in RETRIEVERS:
-        raise ValidationError(f"retriever must be one of {', '.join(RETRIEVERS)}")
-    needs_vectors = retriever != "bm25"
-    if needs_vectors and embedder is None:
-        embedder = HashingEmbedder()
-    clock = _Clock(max((t.timestamp for t in suite.turns), default=0))
-    started = time.perf_counter()
-    memory, turn_of = await build_memory(suite, clock)
-    try:
-        store = await build_store(memory, embedder, dtype=dtype) if needs_vectors else None  # type: ignore[arg-type]
-        index_ms = (time.perf_counter() - started) * 1000
-        if isinstance(retriever, str):
-            r = make_retriever(
-                retriever, memory, store, embedder, strategy=strategy, rrf_k=rrf_k, weights=weights
-            )
+    suite, clock = loaded.suite, loaded.clock
+    scored = hasattr(retriever, "search_scored")
+    results = []
+    for q in suite.questions:
+        clock.now = q.asked_at
+        t0 = time.perf_counter()
+        if scored:
+            hits = await retriever.search_scored(q.text, k, q.asked_at)  # type: ignore[attr-defined]
         else:
-            r = retriever(memory, store, embedder)
-        scored = hasattr(r, "search_scored")
-        results = []
-        for q in suite.questions:
-            clock.now = q.asked_at
-            t0 = time.perf_counter()
-            if scored:
-                hits = await r.search_scored(q.text, k, q.asked_at)  # type: ignore[attr-defined]
-            else:
-                hits = [(id, math.nan) for id in await r.search(q.text, k, q.asked_at)]
-            latency = (time.perf_counter() - t0) * 1000
-            ranked = [turn_of.get(id, id) for id, _ in hits[:k]]
-            rank, recall = _score(q, ranked, k)
-            results.append(
-                QuestionResult(
-                    id=q.id,
-                    category=q.category,
-                    match=q.match,
-                    gold=q.gold,
-                    ranked=tuple(ranked),
-                    scores=tuple(float(s) for _, s in hits[:k]) if scored else None,
-                    rank=rank,
-                    recall=recall,
-                    latency_ms=latency,
-                )
+            hits = [(id, math.nan) for id in await retriever.search(q.text, k, q.asked_at)]
+        latency = (time.perf_counter() - t0) * 1000
+        ranked = [loaded.turn_of.get(id, id) for id, _ in hits[:k]]
+        rank, recall = _score(q, ranked, k)
+        results.append(
+            QuestionResult(
+                id=q.id,
+                category=q.category,
+                match=q.match,
+                gold=q.gold,
+                ranked=tuple(ranked),
+                scores=tuple(float(s) for _, s in hits[:k]) if scored else None,
+                rank=rank,
+                recall=recall,
+                latency_ms=latency,
             )
-    finally:
-        await memory.close()
+        )
     counter = HeuristicTokenCounter()
     has_abstention = any(not q.gold for q in suite.questions)
     overall = _metrics(results, with_auroc=has_abstention)
@@ -331,19 +302,56 @@ async def run_suite(
         m: _metrics([r for r in results if r.match == m and r.recall is not None], with_auroc=False)
         for m in matches
     }
+    embedder = loaded.memory.embedder
     return Report(
         suite=suite.name,
-        retriever=retriever if isinstance(retriever, str) else getattr(r, "name", "custom"),
-        embedder=embedder.name if (needs_vectors and embedder is not None) else None,
+        retriever=getattr(retriever, "name", "custom"),
+        embedder=None if embedder is None else embedder.name,
         k=k,
         turns=len(suite.turns),
         turn_tokens=sum(counter.count(t.text) for t in suite.turns),
-        index_ms=index_ms,
+        index_ms=loaded.index_ms,
         overall=overall,
         categories=categories,
         by_match=by_match,
         results=tuple(results),
     )
+
+
+async def run_suite(
+    suite: Suite | str,
+    retriever: str | RetrieverFactory = "hybrid",
+    embedder: Embedder | None = None,
+    *,
+    k: int = 10,
+    strategy: Strategy | Mapping[str, Any] | None = None,
+    dtype: str = "int8",
+) -> Report:
+    """Load ``suite`` into a fresh Memory, ask every question, and measure.
+
+    ``retriever`` is ``"bm25"``, ``"dense"``, ``"hybrid"``, or a factory
+    ``(memory) -> Retriever`` (to evaluate a new ranking). ``embedder`` (default: a
+    :class:`HashingEmbedder`) is attached to the Memory for dense and hybrid retrieval
+    and for factories; ``strategy`` is passed to ``Memory.retrieve``; ``dtype`` is the
+    vector store's.
+    """
+    if isinstance(retriever, str) and retriever not in RETRIEVERS:
+        raise ValidationError(f"retriever must be one of {', '.join(RETRIEVERS)}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < max(KS):
+        raise ValidationError(f"k must be an int >= {max(KS)}")
+    if retriever == "bm25":
+        embedder = None
+    elif embedder is None:
+        embedder = HashingEmbedder()
+    loaded = await load(suite, embedder, dtype=dtype)
+    try:
+        if isinstance(retriever, str):
+            r = make_retriever(retriever, loaded.memory, strategy=strategy)
+        else:
+            r = retriever(loaded.memory)
+        return await evaluate(loaded, r, k=k)
+    finally:
+        await loaded.close()
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:

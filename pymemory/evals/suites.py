@@ -30,8 +30,15 @@ The two suites:
     reasoning, knowledge update, preferences, abstention), their evidence spread over
     many sessions and buried in chit-chat, unrelated tasks and near-miss distractors.
 ``long-context-recall``
-    One long working session of about 16K tokens (heuristic counter) with five needle
-    facts at each of 10%, 50% and 90% depth, each asked for in paraphrase.
+    One long working session of about 16K tokens (heuristic counter) with 30 needle facts,
+    ten at each of 10%, 50% and 90% depth. Questions ``n01``-``n15`` ask for personal
+    facts, mostly in other words; version 3 adds ``n16``-``n30``, facts identified by a
+    key (a place, a company, a project, a person, an identifier) and asked for by that key,
+    as in multi-key needle tests. The match mix is 10 exact, 12 mixed and 8 paraphrase.
+    Every needle has two near-miss distractors (turns ``dNNa`` and ``dNNb`` for question
+    ``nNN``) elsewhere in the day: the same kind of fact about another person, place or
+    thing (for the key-based needles, a different key), or about the same thing in a
+    context the question rules out, so that finding the topic is not enough.
 
 All text was written for pymemory; none is taken from LongMemEval, LoCoMo or other
 benchmarks.

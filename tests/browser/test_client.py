@@ -258,3 +258,33 @@ def test_budgets_count_o200k_tokens_like_cpython(harness):
     for m in got["memories"]:
         assert m["tokens"] == counter.count(m["line"]), m["line"]
     assert got["tokensUsed"] == sum(counter.count(m["line"]) for m in got["memories"])
+
+
+def test_strategy_builders_take_the_core_defaults(harness):
+    """JS strategy builders leave unset options to Python's defaults (one source)."""
+    result = js(
+        harness,
+        OPEN
+        + """
+        const s = pm.strategies;
+        const day = 24 * 3600 * 1000;
+        const old = await m.addMemory({ text: "deploy checklist for the api", timestamp: Date.now() - 400 * day });
+        const built = s.compose(s.timeDecay(), s.fusion({ lexical: 0.5 }), s.feedbackWeight({ liked: 2 }));
+        const byDefault = await m.retrieve("deploy checklist", { trace: true });
+        const viaBuilders = await m.retrieve("deploy checklist", { strategy: built, trace: true });
+        const floor = await m.retrieve("deploy checklist",
+                                       { strategy: s.timeDecay({ floor: 0.9 }), trace: true });
+        const off = await m.retrieve("deploy checklist",
+                                     { strategy: s.timeDecay({ halfLifeHours: null }), trace: true });
+        return { built, old, rows: [byDefault, viaBuilders, floor, off].map((r) => r.trace[0]) };
+        """,
+        "builders",
+    )
+    assert result["built"]["strategies"][0] == {"kind": "time_decay"}
+    assert result["built"]["strategies"][1] == {"kind": "fusion", "lexical": 0.5}
+    default, via, floor, off = result["rows"]
+    assert {r["id"] for r in result["rows"]} == {result["old"]["id"]}
+    assert via["decay"] == pytest.approx(default["decay"])  # the core's default floor
+    assert 0 < default["decay"] < 0.9
+    assert floor["decay"] == pytest.approx(0.9, abs=1e-3)
+    assert off["decay"] == 1.0
