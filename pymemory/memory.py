@@ -766,18 +766,21 @@ class Memory:
         max_items: int = 5,
         max_tokens: int = 1500,
         trace: bool = False,
+        condense: bool = True,
     ) -> Retrieval:
         """The memories that matter for ``query``, best first, within ``max_items`` and
         ``max_tokens``. ``strategy`` adds filters and weights (see ``pymemory.strategies``);
-        ``trace=True`` also returns every candidate with its scores and why it was cut."""
+        ``trace=True`` also returns every candidate with its scores and why it was cut.
+        ``condense``: a memory over the remaining budget goes in with a shorter summary
+        when one fits (``ScoredMemory.condensed``; the stored item is unchanged)."""
         self._check_open()
         if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
             raise ValidationError(f"query must be a string of at most {MAX_QUERY_CHARS} chars")
         for name, value in (("max_items", max_items), ("max_tokens", max_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValidationError(f"{name} must be an int >= 1, got {value!r}")
-        if not isinstance(trace, bool):
-            raise ValidationError("trace must be a bool")
+        if not isinstance(trace, bool) or not isinstance(condense, bool):
+            raise ValidationError("trace and condense must be bools")
         plan = compile_strategy(coerce(strategy))
         dense, notes = await self._dense_candidates(query, plan.fusion.depth)
         return retrieve(
@@ -791,6 +794,7 @@ class Memory:
             trace=trace,
             dense=dense,
             notes=notes,
+            condense_to_fit=condense,
         )
 
     async def _dense_candidates(

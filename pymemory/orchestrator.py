@@ -2,8 +2,10 @@
 
 Rank = BM25 relevance x time decay x feedback weight. With an empty query (or one made
 only of stopwords) every live item is a candidate with relevance 1, so the ranking is
-by recency and feedback. Trim walks the ranking best-first, skips what does not fit the
-token budget and keeps going (smaller items further down may still fit).
+by recency and feedback. Trim walks the ranking best-first; an item over the remaining
+token budget is condensed to a shorter rule summary when one fits (seed 002 §2.2: the
+low-scoring items get summarised again), else skipped, and trim keeps going (smaller
+items further down may still fit).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 
 from .analyzer import analyze
 from .catalog import TYPE_CODE, Catalog
+from .encoder import RuleEncoder
 from .item import MemoryItem
 from .strategies import HOUR_MS, Plan
 from .tokens import TokenCounter
@@ -23,6 +26,11 @@ from .tokens import TokenCounter
 # Trace rows for live items that share no term with the query (newest first, capped so a
 # large store does not flood the debug panel).
 NO_MATCH_TRACE_LIMIT = 100
+
+# Condensing an item that does not fit: shorter rule summaries tried in turn, and at most
+# this many items condensed per retrieval (each try costs a summary and a token count).
+CONDENSE_CHARS = (120, 80, 50, 30)
+MAX_CONDENSED = 10
 
 # Why a candidate was not injected. "included" marks the ones that were; "no_match"
 # (trace only) marks items the query's terms did not match at all.
@@ -48,6 +56,7 @@ class ScoredMemory:
     tokens: int
     line: str
     dense: float | None = None  # cosine similarity, when dense retrieval ran
+    condensed: bool = False  # ``line`` holds a shorter summary than ``item.content``
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,7 @@ class Candidate:
     status: str  # "included" or one of CUT_REASONS
     tokens: int | None = None
     dense: float | None = None  # cosine similarity, when dense retrieval ran
+    condensed: bool = False  # included with a shorter summary to fit the budget
 
 
 @dataclass(frozen=True)
@@ -93,9 +103,22 @@ class Retrieval:
         return out
 
 
-def format_line(item: MemoryItem) -> str:
+def format_line(item: MemoryItem, content: str | None = None) -> str:
     day = dt.datetime.fromtimestamp(item.timestamp / 1000, tz=dt.UTC).date()
-    return f"- [{item.type} {day.isoformat()}] {item.content}"
+    return f"- [{item.type} {day.isoformat()}] {item.content if content is None else content}"
+
+
+def condense(item: MemoryItem, budget: int, counter: TokenCounter) -> tuple[str, int] | None:
+    """The longest of the shorter rule summaries of ``item`` whose line fits ``budget``
+    tokens, as (line, tokens); None if even the shortest does not fit."""
+    for chars in CONDENSE_CHARS:
+        if chars >= len(item.content):
+            continue
+        line = format_line(item, RuleEncoder(chars).summarize(item.content, type=item.type))
+        tokens = counter.count(line)
+        if tokens <= budget:
+            return line, tokens
+    return None
 
 
 def decay_factor(plan: Plan, ts: np.ndarray, now_ms: int) -> np.ndarray:
@@ -162,9 +185,11 @@ def retrieve(
     trace: bool = False,
     dense: tuple[np.ndarray, np.ndarray] | None = None,
     notes: tuple[str, ...] = (),
+    condense_to_fit: bool = True,
 ) -> Retrieval:
     """Rank and trim. ``dense`` is (catalog slots, cosine) of the nearest items by
-    embedding; with it the BM25 and dense rankings are fused by RRF (``plan.fusion``)."""
+    embedding; with it the BM25 and dense rankings are fused by RRF (``plan.fusion``).
+    ``condense_to_fit``: an item over the remaining budget may go in condensed."""
     terms = analyze(query)
     cosine: np.ndarray | None = None
     if dense is not None:
@@ -205,9 +230,11 @@ def retrieve(
     chosen: list[ScoredMemory] = []
     rows: list[Candidate] = []
     used = 0
+    n_condensed = 0
     for i in order.tolist():
         item = catalog.items[catalog.id_at[slots[i]]]  # type: ignore[index]
         tokens: int | None = None
+        condensed = False
         if reason[i]:
             status = CUT_REASONS[reason[i] - 1]
         elif len(chosen) >= max_items:
@@ -217,6 +244,11 @@ def retrieve(
         else:
             line = format_line(item)
             tokens = counter.count(line)
+            if used + tokens > max_tokens and condense_to_fit and n_condensed < MAX_CONDENSED:
+                short = condense(item, max_tokens - used, counter)
+                if short is not None:
+                    (line, tokens), condensed = short, True
+                    n_condensed += 1
             if used + tokens > max_tokens:
                 status = "token_budget"
             else:
@@ -232,6 +264,7 @@ def retrieve(
                         tokens,
                         line,
                         _cos(cosine, i),
+                        condensed,
                     )
                 )
         if trace:
@@ -248,6 +281,7 @@ def retrieve(
                     status,
                     tokens,
                     _cos(cosine, i),
+                    condensed,
                 )
             )
     if trace and mode in ("bm25", "hybrid"):

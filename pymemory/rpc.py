@@ -59,6 +59,7 @@ def scored_js(m: ScoredMemory) -> dict[str, Any]:
         "tokens": m.tokens,
         "line": m.line,
         "dense": m.dense,
+        "condensed": m.condensed,
     }
 
 
@@ -75,6 +76,7 @@ def candidate_js(c: Candidate) -> dict[str, Any]:
         "status": c.status,
         "tokens": c.tokens,
         "dense": c.dense,
+        "condensed": c.condensed,
     }
 
 
@@ -250,13 +252,16 @@ class RpcApi:
         return [item_js(i) for i in await (await self.memory(db)).list(**_py(p))]
 
     async def _m_retrieve(self, db: str, params: Any) -> dict[str, Any]:
-        p = _params(params, {"query", "strategy", "maxItems", "maxTokens", "trace"}, {"query"})
+        p = _params(
+            params, {"query", "strategy", "maxItems", "maxTokens", "trace", "condense"}, {"query"}
+        )
         result = await (await self.memory(db)).retrieve(
             p["query"],
             p.get("strategy"),
             max_items=p.get("maxItems", 5),
             max_tokens=p.get("maxTokens", 1500),
             trace=p.get("trace", False),
+            condense=p.get("condense", True),
         )
         return retrieval_js(result)
 

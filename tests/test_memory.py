@@ -22,6 +22,7 @@ from pymemory import (
     time_window,
 )
 from pymemory.kv import MapKv, SqliteKv
+from pymemory.orchestrator import format_line
 from pymemory.strategies import DECAY_FLOOR
 
 
@@ -222,6 +223,31 @@ async def test_max_items_and_token_budget(memory):
     statuses = [c.status for c in small.trace]
     first_cut = statuses.index("token_budget")
     assert "included" in statuses[first_cut:] or small.tokens_used > 0
+
+
+async def test_an_item_over_the_budget_goes_in_condensed(memory):
+    long = await memory.add(
+        "The quarterly garden budget review covered three points. We agreed to replace the "
+        "old hoses before May. The compost bins move behind the shed next weekend. Tom will "
+        "order seeds for the tomatoes."
+    )
+    short = await memory.add("the garden budget is tight this quarter")
+    full = await memory.retrieve("quarterly garden budget review", max_tokens=1000)
+    assert [m.item.id for m in full.memories] == [long.id, short.id]
+    assert not any(m.condensed for m in full.memories)
+    budget = full.memories[0].tokens - 10  # the long line no longer fits whole
+    tight = await memory.retrieve("quarterly garden budget review", max_tokens=budget, trace=True)
+    first = tight.memories[0]
+    assert first.item.id == long.id and first.condensed
+    assert first.tokens <= budget and len(first.line) < len(format_line(long))
+    assert tight.tokens_used <= budget
+    assert {c.id: c.condensed for c in tight.trace if c.status == "included"}[long.id]
+    assert (await memory.get(long.id)).content == long.content  # the store is unchanged
+    strict = await memory.retrieve("quarterly garden budget review", max_tokens=budget,
+                                   condense=False)  # fmt: skip
+    assert long.id not in {m.item.id for m in strict.memories}
+    with pytest.raises(ValidationError):
+        await memory.retrieve("garden", condense="yes")
 
 
 async def test_ttl_hides_then_sweep_purges(memory, clock):

@@ -112,6 +112,10 @@ export interface ScoredMemory {
   tokens: number;
   /** the line injected into the prompt */
   line: string;
+  /** cosine similarity to the query, when dense retrieval ran (else null) */
+  dense: number | null;
+  /** the line holds a shorter summary than item.content, to fit the token budget */
+  condensed: boolean;
 }
 
 export interface Candidate {
@@ -125,12 +129,15 @@ export interface Candidate {
   score: number;
   status: "included" | CutReason;
   tokens: number | null;
+  dense: number | null;
+  condensed: boolean;
 }
 
 export interface Retrieval {
   query: string;
-  /** "bm25" for a query with terms, "recency" for an empty one */
-  mode: "bm25" | "recency";
+  /** "hybrid" once an embedder is loaded (BM25 + dense, RRF), "bm25" before, "recency"
+   * for an empty query */
+  mode: "bm25" | "hybrid" | "recency";
   memories: ScoredMemory[];
   /** the lines to inject into the prompt, best first */
   text: string;
@@ -139,6 +146,8 @@ export interface Retrieval {
   maxItems: number;
   tokenCounter: string;
   trace: Candidate[] | null;
+  /** e.g. why dense retrieval did not take part */
+  notes: string[];
 }
 
 export interface RetrieveOptions {
@@ -146,6 +155,8 @@ export interface RetrieveOptions {
   maxItems?: number;
   maxTokens?: number;
   trace?: boolean;
+  /** let a memory over the remaining budget in with a shorter summary (default true) */
+  condense?: boolean;
   /** restrict to one scope (by default retrieve searches every scope) */
   scope?: Scope;
 }

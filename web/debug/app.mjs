@@ -198,7 +198,7 @@ function TraceTable({ trace }) {
         ${trace.map(
           (c, i) => html`<tr key=${c.id} data-testid="debug-row" data-status=${c.status} data-id=${c.id}>
             <td class="num">${i + 1}</td>
-            <td><${StatusBadge} status=${c.status} /></td>
+            <td><${StatusBadge} status=${c.status} />${c.condensed ? html` <small title="included with a shorter summary to fit the token budget">condensed</small>` : ""}</td>
             <td>${c.type}</td>
             <td class="time" title=${new Date(c.timestamp).toISOString()}>${stamp(c.timestamp)}<br />${age(c.timestamp)}</td>
             <td class="content" title=${c.id}>${c.content}</td>
