@@ -210,8 +210,9 @@ class LoadedSuite:
         await self.memory.close()
 
 
-async def load(suite: Suite | str, embedder: Embedder | None = None, *, dtype: str = "int8"
-               ) -> LoadedSuite:  # fmt: skip
+async def load(
+    suite: Suite | str, embedder: Embedder | None = None, *, dtype: str = "int8"
+) -> LoadedSuite:
     """Add every turn of ``suite`` to a fresh Memory over MapKv, one memory per turn with
     the turn's timestamp; with ``embedder``, attach it and wait until every turn is
     embedded (so retrieval is hybrid)."""
