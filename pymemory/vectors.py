@@ -86,6 +86,7 @@ _ITEMSIZE = {"float32": 4, "float16": 2, "int8": 1}
 #: enough to stay in cache, and below the size where a threaded BLAS starts threads, whose
 #: start-up cost dominates a matrix-vector product).
 BLOCK_ROWS = 1024
+LOAD_CHUNK = 4096  # records decoded at a time when a KvVectorStore loads
 MAX_DIM = 65535
 
 
@@ -579,6 +580,9 @@ class KvVectorStore(InMemoryVectorStore):
         async for key, raw in iter_prefix(self.kv, self.prefix):
             ids.append(key[len(self.prefix) :])
             raws.append(raw)
+            if len(ids) == LOAD_CHUNK:  # decode as we go: the raw records are not all kept
+                self._decode_into(fresh, ids, raws, corrupt)
+                ids, raws = [], []
         if ids:
             self._decode_into(fresh, ids, raws, corrupt)
         for name in ("_rows", "_inv_norm", "_scale", "_alive", "_id_at", "_slot_of", "_free"):

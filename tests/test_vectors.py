@@ -352,6 +352,21 @@ async def test_kv_store_skips_unreadable_records():
     assert reopened.corrupt_keys == ["vec:bad"]
 
 
+async def test_kv_store_loads_in_chunks_like_in_one_go(monkeypatch):
+    kv = MapKv()
+    store = await KvVectorStore.open(kv, DIM, "int8")
+    ids = [f"m{i:02d}" for i in range(11)]
+    await store.upsert(ids, unit_rows(11))
+    await kv.put_many([("vec:m05x", b"garbage")])
+    whole = await KvVectorStore.open(kv, DIM, "int8")
+    monkeypatch.setattr(vectors, "LOAD_CHUNK", 3)  # 12 records: four chunks, one corrupt
+    chunked = await KvVectorStore.open(kv, DIM, "int8")
+    assert chunked.ids() == whole.ids() == ids
+    assert chunked.corrupt_keys == whole.corrupt_keys == ["vec:m05x"]
+    q = unit_rows(1, seed=5)[0]
+    assert chunked.search(q, 11) == whole.search(q, 11)
+
+
 class FailingKv(MapKv):
     async def put_many(self, items, *, deletes=()):
         raise StorageError("disk full")
