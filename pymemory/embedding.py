@@ -168,7 +168,7 @@ class HashingEmbedder:
             counts = self.features(text)
             if not counts:
                 continue
-            idx = np.empty(len(counts), dtype=np.int64)
+            idx = np.empty(len(counts), dtype=np.intp)  # bincount wants intp (32-bit in WASM)
             val = np.empty(len(counts), dtype=np.float64)
             for j, (feature, count) in enumerate(counts.items()):
                 b = _bucket(feature, self.dim, self.seed)

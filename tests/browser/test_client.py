@@ -7,6 +7,8 @@ import uuid
 import pytest
 from browserkit import BOOT_TIMEOUT_MS, CHROMIUM_ARGS, chromium_path, js, watch_errors
 
+from pymemory.embedding import HashingEmbedder
+
 OPEN = "const m = pm.createAgentMemory({ dbName: args[0] }); await m.ready;"
 
 
@@ -288,3 +290,29 @@ def test_strategy_builders_take_the_core_defaults(harness):
     assert 0 < default["decay"] < 0.9
     assert floor["decay"] == pytest.approx(0.9, abs=1e-3)
     assert off["decay"] == 1.0
+
+
+def test_hashing_embedder_turns_on_hybrid_in_the_worker(harness):
+    """The model-free embedder runs in Pyodide (32-bit numpy) and gives CPython's vectors."""
+    result = js(
+        harness,
+        OPEN
+        + """
+        const a = await m.addMemory("the bike storage code at the office is 7291");
+        await m.addMemory("the gym locker code downstairs is 5520");
+        const conn = pm.connection();
+        const loaded = await conn.call(args[0], "loadModels", { embedder: "hashing" });
+        const idle = await conn.call(args[0], "modelsIdle", {});
+        const r = await m.retrieve("office bike storage code", { trace: true });
+        return { a, loaded, idle, r };
+        """,
+        "hashing",
+    )
+    assert result["loaded"]["embedder"]["name"].startswith("hashing-384")
+    assert result["idle"]["embedded"] == 2
+    r = result["r"]
+    assert r["mode"] == "hybrid" and r["notes"] == []
+    top = r["memories"][0]
+    assert top["item"]["id"] == result["a"]["id"]
+    query, text = HashingEmbedder().embed_sync([r["query"], top["item"]["text"]])
+    assert top["dense"] == pytest.approx(float(query @ text), abs=0.02)  # int8 storage
