@@ -115,7 +115,7 @@ def report(out: dict, version: str, rounds: int) -> str:
         "|---|---:|",
         f"| bare Pyodide (`loadPyodide`) | {c['bare_pyodide_ms']:.0f} |",
         f"| bare Pyodide + numpy | {c['bare_pyodide_numpy_ms']:.0f} |",
-        "| pymemory worker to ready (Pyodide + numpy + micropip + wheel + open) "
+        "| pymemory worker to ready (Pyodide + numpy + wheel + o200k ranks + open) "
         f"| {c['pymemory_worker_ms']:.0f} |",
         f"| overhead over bare Pyodide | {over_bare:.0f}% |",
         f"| overhead over bare Pyodide + numpy | {over_numpy:.0f}% |",

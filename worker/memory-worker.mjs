@@ -1,5 +1,5 @@
-// The pymemory Web Worker: boots Pyodide from the same origin, loads numpy, installs the
-// pymemory wheel with micropip, and serves the Memory API to pages through comlink.
+// The pymemory Web Worker: boots Pyodide from the same origin, loads numpy and the
+// pymemory wheel, and serves the Memory API to pages through comlink.
 // Every answer is { ok: true, result } or { ok: false, error: { code, message } }, so the
 // error code survives the trip (comlink would drop custom fields of a thrown Error).
 
@@ -30,13 +30,10 @@ async function boot(options) {
   const manifest = fetch(new URL("wheels/manifest.json", base)).then((r) => r.json());
   const pyodide = await loadPyodide({ indexURL: new URL("vendor/pyodide/", base).href });
   report("packages", 0.55);
-  await pyodide.loadPackage(["numpy", "micropip"], { messageCallback: () => {} });
-  report("pymemory", 0.8);
-  const micropip = pyodide.pyimport("micropip");
-  // numpy is already loaded: skip micropip's dependency resolution.
-  await micropip.install.callKwargs(new URL(`wheels/${(await manifest).pymemory}`, base).href, {
-    deps: false,
-  });
+  // loadPackage takes the wheel's URL beside numpy: both load in one step, without
+  // micropip (its dependency resolver is not needed: numpy is the only dependency).
+  const wheel = new URL(`wheels/${(await manifest).pymemory}`, base).href;
+  await pyodide.loadPackage(["numpy", wheel], { messageCallback: () => {} });
   report("opening", 0.95);
   await tokensReady;
   // Token budgets count with the same o200k_base as the Python side (seed 004).

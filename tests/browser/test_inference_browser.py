@@ -208,10 +208,9 @@ def test_tensor_conversions_round_trip(harness):
         harness,
         """const { loadPyodide } = await import("/vendor/pyodide/pyodide.mjs");
            const py = await loadPyodide({ indexURL: "/vendor/pyodide/" });
-           await py.loadPackage(["numpy", "micropip"], { messageCallback: () => {} });
            const m = await (await fetch("/wheels/manifest.json")).json();
-           await py.pyimport("micropip").install.callKwargs("/wheels/" + m.pymemory,
-                                                            { deps: false });
+           await py.loadPackage(["numpy", "/wheels/" + m.pymemory],
+                                { messageCallback: () => {} });
            return JSON.parse(py.runPython(args[0]));""",
         CONVERSIONS,
     )

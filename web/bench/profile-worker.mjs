@@ -104,10 +104,9 @@ self.onmessage = async (event) => {
     const { corpusUrl, queriesUrl, warmup } = event.data;
     const { loadPyodide } = await import("/vendor/pyodide/pyodide.mjs");
     const pyodide = await loadPyodide({ indexURL: "/vendor/pyodide/" });
-    await pyodide.loadPackage(["numpy", "micropip"], { messageCallback: () => {} });
     const manifest = await (await fetch("/wheels/manifest.json")).json();
-    await pyodide.pyimport("micropip").install.callKwargs(`/wheels/${manifest.pymemory}`, {
-      deps: false,
+    await pyodide.loadPackage(["numpy", `/wheels/${manifest.pymemory}`], {
+      messageCallback: () => {},
     });
     const corpus = await (await fetch(corpusUrl)).text();
     const queries = await (await fetch(queriesUrl)).json();
