@@ -466,6 +466,11 @@ class RuleEncoder:
         return Encoded(self.summarize(text, type=type), self.method)
 
 
+def split_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` (whitespace collapsed), cut where the rule encoder cuts."""
+    return [sentence for sentence, _ in _split_sentences(_normalize(text))]
+
+
 def _type_name(value: object) -> str:
     return value.__class__.__name__
 

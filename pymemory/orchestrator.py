@@ -11,6 +11,7 @@ items further down may still fit).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from .analyzer import analyze
 from .catalog import TYPE_CODE, Catalog
-from .encoder import RuleEncoder
+from .encoder import RuleEncoder, split_sentences
 from .item import MemoryItem
 from .strategies import HOUR_MS, Plan
 from .tokens import TokenCounter
@@ -108,13 +109,22 @@ def format_line(item: MemoryItem, content: str | None = None) -> str:
     return f"- [{item.type} {day.isoformat()}] {item.content if content is None else content}"
 
 
-def condense(item: MemoryItem, budget: int, counter: TokenCounter) -> tuple[str, int] | None:
+def condense(
+    item: MemoryItem, budget: int, counter: TokenCounter, terms: Sequence[str] = ()
+) -> tuple[str, int] | None:
     """The longest of the shorter rule summaries of ``item`` whose line fits ``budget``
-    tokens, as (line, tokens); None if even the shortest does not fit."""
+    tokens, as (line, tokens); None if even the shortest does not fit. The summaries are
+    made from the sentences that share a term with the query (``terms``), when any do."""
+    source = item.content
+    if terms and item.type != "tool_result":  # tool output is not prose
+        wanted = set(terms)
+        focused = [s for s in split_sentences(source) if not wanted.isdisjoint(analyze(s))]
+        if focused:
+            source = " ".join(focused)
     for chars in CONDENSE_CHARS:
         if chars >= len(item.content):
             continue
-        line = format_line(item, RuleEncoder(chars).summarize(item.content, type=item.type))
+        line = format_line(item, RuleEncoder(chars).summarize(source, type=item.type))
         tokens = counter.count(line)
         if tokens <= budget:
             return line, tokens
@@ -245,7 +255,7 @@ def retrieve(
             line = format_line(item)
             tokens = counter.count(line)
             if used + tokens > max_tokens and condense_to_fit and n_condensed < MAX_CONDENSED:
-                short = condense(item, max_tokens - used, counter)
+                short = condense(item, max_tokens - used, counter, terms)
                 if short is not None:
                     (line, tokens), condensed = short, True
                     n_condensed += 1

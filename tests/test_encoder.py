@@ -17,6 +17,7 @@ from pymemory.encoder import (
     Encoder,
     RuleEncoder,
     _split_sentences,
+    split_sentences,
 )
 from pymemory.errors import ValidationError
 
@@ -752,3 +753,10 @@ def test_property_clean_text_that_fits_is_unchanged(sentences: list[str]) -> Non
         assert summarize(text) == text
     else:
         assert len(summarize(text)) <= MAX_CONTENT_CHARS
+
+
+def test_split_sentences_cuts_where_the_encoder_cuts():
+    text = "Hi there.  How are\nyou? Version 2.5 ships today. 好的。谢谢！"
+    assert split_sentences(text) == [
+        "Hi there.", "How are you?", "Version 2.5 ships today.", "好的。", "谢谢！",
+    ]  # fmt: skip

@@ -240,6 +240,7 @@ async def test_an_item_over_the_budget_goes_in_condensed(memory):
     first = tight.memories[0]
     assert first.item.id == long.id and first.condensed
     assert first.tokens <= budget and len(first.line) < len(format_line(long))
+    assert "budget review" in first.line  # the sentence the query matched is kept
     assert tight.tokens_used <= budget
     assert {c.id: c.condensed for c in tight.trace if c.status == "included"}[long.id]
     assert (await memory.get(long.id)).content == long.content  # the store is unchanged
