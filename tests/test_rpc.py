@@ -94,3 +94,18 @@ async def test_load_models_hashing_embedder_turns_on_hybrid(api):
     for bad in ({"embedder": "bert"}, {"embedder": 1}):
         answer = await call(api, "loadModels", bad)
         assert answer["error"]["code"] == "invalid_input"
+
+
+async def test_retrieve_condenses_to_fit_unless_told_not_to(api):
+    text = ("The quarterly garden budget review covered three points. We agreed to replace the "
+            "old hoses before May. The compost bins move behind the shed next weekend.")  # fmt: skip
+    await ok(api, "addMemory", {"text": text})
+    full = await ok(api, "retrieve", {"query": "garden budget review"})
+    budget = full["memories"][0]["tokens"] - 8
+    tight = await ok(api, "retrieve", {"query": "garden budget review", "maxTokens": budget})
+    assert tight["memories"][0]["condensed"] and tight["tokensUsed"] <= budget
+    strict = await ok(api, "retrieve", {"query": "garden budget review", "maxTokens": budget,
+                                        "condense": False})  # fmt: skip
+    assert strict["memories"] == []
+    answer = await call(api, "retrieve", {"query": "x", "condense": "no"})
+    assert answer["error"]["code"] == "invalid_input"
