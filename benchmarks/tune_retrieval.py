@@ -46,18 +46,15 @@ def decay_label(half_life: float | None, floor: float) -> str:
     return "off" if half_life is None else f"{half_life / 24:g} d, floor {floor:g}"
 
 
-async def score(loaded: dict, strategy) -> dict[str, tuple[float, float]]:
+async def score(loaded: dict, strategy=None, *, dense_only: bool = False) -> dict:
+    """(Recall@5, MRR) per suite of ``Memory.retrieve`` with ``strategy``, or of the stored
+    vectors alone (``dense_only``)."""
     out = {}
     for name, suite in loaded.items():
-        report = await evaluate(suite, MemoryRetriever(suite.memory, strategy))
-        out[name] = (report.overall.recall[5], report.overall.mrr)
-    return out
-
-
-async def score_dense(loaded: dict) -> dict[str, tuple[float, float]]:
-    out = {}
-    for name, suite in loaded.items():
-        retriever = DenseRetriever(suite.memory.vectors, suite.memory.embedder)
+        m = suite.memory
+        retriever = (
+            DenseRetriever(m.vectors, m.embedder) if dense_only else MemoryRetriever(m, strategy)
+        )
         report = await evaluate(suite, retriever)
         out[name] = (report.overall.recall[5], report.overall.mrr)
     return out
@@ -78,7 +75,7 @@ async def run(embedder_name: str) -> dict:
         baseline = {
             "bm25": await score(plain, None),
             "hybrid": await score(dense, None),
-            "dense": await score_dense(dense),
+            "dense": await score(dense, dense_only=True),
             "defaults": {
                 "decay": decay_label(current.decay.half_life_hours, current.decay.floor),
                 "fusion": [current.fusion.k, current.fusion.lexical, current.fusion.depth],

@@ -49,18 +49,21 @@ def item_js(item: MemoryItem) -> dict[str, Any]:
     }
 
 
-def scored_js(m: ScoredMemory) -> dict[str, Any]:
+def _scores_js(x: ScoredMemory | Candidate) -> dict[str, Any]:
+    """The ranking factors a scored memory and a trace row share."""
     return {
-        "item": item_js(m.item),
-        "score": m.score,
-        "bm25": m.bm25,
-        "decay": m.decay,
-        "feedbackWeight": m.feedback_weight,
-        "tokens": m.tokens,
-        "line": m.line,
-        "dense": m.dense,
-        "condensed": m.condensed,
+        "score": x.score,
+        "bm25": x.bm25,
+        "dense": x.dense,
+        "decay": x.decay,
+        "feedbackWeight": x.feedback_weight,
+        "tokens": x.tokens,
+        "condensed": x.condensed,
     }
+
+
+def scored_js(m: ScoredMemory) -> dict[str, Any]:
+    return {"item": item_js(m.item), **_scores_js(m), "line": m.line}
 
 
 def candidate_js(c: Candidate) -> dict[str, Any]:
@@ -69,14 +72,8 @@ def candidate_js(c: Candidate) -> dict[str, Any]:
         "type": c.type,
         "timestamp": c.timestamp,
         "content": c.content,
-        "bm25": c.bm25,
-        "decay": c.decay,
-        "feedbackWeight": c.feedback_weight,
-        "score": c.score,
+        **_scores_js(c),
         "status": c.status,
-        "tokens": c.tokens,
-        "dense": c.dense,
-        "condensed": c.condensed,
     }
 
 

@@ -183,6 +183,11 @@ def _metrics(results: Sequence[QuestionResult], *, with_auroc: bool) -> Metrics:
     )
 
 
+def _check_k(k: object) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < max(KS):
+        raise ValidationError(f"k must be an int >= {max(KS)}")
+
+
 def _score(question: Question, ranked: list[str], k: int) -> tuple[int | None, dict | None]:
     if not question.gold:
         return None, None
@@ -258,8 +263,7 @@ def make_retriever(
 
 async def evaluate(loaded: LoadedSuite, retriever: Retriever, *, k: int = 10) -> Report:
     """Ask every question of the loaded suite (the clock set to its ``asked_at``)."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < max(KS):
-        raise ValidationError(f"k must be an int >= {max(KS)}")
+    _check_k(k)
     suite, clock = loaded.suite, loaded.clock
     scored = hasattr(retriever, "search_scored")
     results = []
@@ -338,8 +342,7 @@ async def run_suite(
     """
     if isinstance(retriever, str) and retriever not in RETRIEVERS:
         raise ValidationError(f"retriever must be one of {', '.join(RETRIEVERS)}")
-    if isinstance(k, bool) or not isinstance(k, int) or k < max(KS):
-        raise ValidationError(f"k must be an int >= {max(KS)}")
+    _check_k(k)
     if retriever == "bm25":
         embedder = None
     elif embedder is None:
