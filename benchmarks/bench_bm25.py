@@ -1,4 +1,4 @@
-"""BM25 throughput: pymemory.bm25.Bm25Index against bm25s and rank_bm25.
+"""BM25 throughput: pymemory.retrieval.bm25.Bm25Index against bm25s and rank_bm25.
 
 Usage::
 
@@ -11,7 +11,7 @@ technical words, then made-up words: about 6000 in all), and about 20% Chinese s
 drawn the same way from a vocabulary of two-character words. Queries are 2-6 words drawn
 in the same way (again ~20% Chinese); a query that analyses to nothing is drawn again.
 
-Everything is tokenised once with :func:`pymemory.analyzer.analyze`; the three engines
+Everything is tokenised once with :func:`pymemory.retrieval.analyzer.analyze`; the three engines
 receive the same token lists:
 
 * ``pymemory``: ``Bm25Index`` filled with one ``add`` per document, queried with
@@ -45,12 +45,12 @@ from pathlib import Path
 import numpy as np
 
 try:
-    from pymemory.analyzer import analyze
-    from pymemory.bm25 import Bm25Index
+    from pymemory.retrieval.analyzer import analyze
+    from pymemory.retrieval.bm25 import Bm25Index
 except ModuleNotFoundError:  # run from a checkout without installing: use the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from pymemory.analyzer import analyze
-    from pymemory.bm25 import Bm25Index
+    from pymemory.retrieval.analyzer import analyze
+    from pymemory.retrieval.bm25 import Bm25Index
 
 K = 10
 

@@ -28,11 +28,11 @@ from bench_bm25 import machine_info, make_corpus
 
 try:
     from pymemory import Memory, by_tag
-    from pymemory.kv import SqliteKv
+    from pymemory.storage import SqliteKv
 except ModuleNotFoundError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from pymemory import Memory, by_tag
-    from pymemory.kv import SqliteKv
+    from pymemory.storage import SqliteKv
 
 TYPES = ("message", "message", "message", "tool_result", "user_preference", "user_feedback")
 TAGS = ("work", "home", "project_x", "meeting", "code", "travel")

@@ -67,9 +67,9 @@ from bench_browser import ARGS, export_text, pct  # noqa: E402
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 from svgplot import line_plot  # noqa: E402
 
-from pymemory.analyzer import STOPWORDS  # noqa: E402
-from pymemory.embedding import HashingEmbedder  # noqa: E402
 from pymemory.evals.suites import Question, Suite, load_suite  # noqa: E402
+from pymemory.models.embedding import HashingEmbedder  # noqa: E402
+from pymemory.retrieval.analyzer import STOPWORDS  # noqa: E402
 from tools import server  # noqa: E402
 from tools.assets import sha256  # noqa: E402
 

@@ -53,17 +53,17 @@ from svgplot import line_plot
 
 try:
     from pymemory import Memory
-    from pymemory.analyzer import analyze
-    from pymemory.bm25 import Bm25Index
-    from pymemory.embedding import HashingEmbedder
-    from pymemory.kv import MapKv, SqliteKv
+    from pymemory.models.embedding import HashingEmbedder
+    from pymemory.retrieval.analyzer import analyze
+    from pymemory.retrieval.bm25 import Bm25Index
+    from pymemory.storage import MapKv, SqliteKv
 except ModuleNotFoundError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from pymemory import Memory
-    from pymemory.analyzer import analyze
-    from pymemory.bm25 import Bm25Index
-    from pymemory.embedding import HashingEmbedder
-    from pymemory.kv import MapKv, SqliteKv
+    from pymemory.models.embedding import HashingEmbedder
+    from pymemory.retrieval.analyzer import analyze
+    from pymemory.retrieval.bm25 import Bm25Index
+    from pymemory.storage import MapKv, SqliteKv
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SVG = ROOT / "docs" / "img" / "cpython_latency_vs_size.svg"

@@ -42,8 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pymemory.encoder import MEMORY_TYPES, RuleEncoder  # noqa: E402
-from pymemory.models.guard import clean_candidate  # noqa: E402
-from pymemory.models.summarizer import (  # noqa: E402
+from pymemory.encoder.guard import clean_candidate  # noqa: E402
+from pymemory.encoder.smollm2 import (  # noqa: E402
     HUMAN_TYPES,
     SmolLm2Refiner,
     load_smollm2_refiner,

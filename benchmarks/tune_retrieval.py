@@ -26,14 +26,20 @@ import sys
 from pathlib import Path
 
 try:
-    from pymemory.embedding import load_embedder
+    from pymemory.models.embedding import load_embedder
 except ModuleNotFoundError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from pymemory.embedding import load_embedder
+    from pymemory.models.embedding import load_embedder
 
 from pymemory.evals import DenseRetriever, MemoryRetriever, evaluate, load
 from pymemory.evals.suites import SUITES
-from pymemory.strategies import DEFAULT_STRATEGY, compile_strategy, compose, fusion, time_decay
+from pymemory.retrieval.strategies import (
+    DEFAULT_STRATEGY,
+    compile_strategy,
+    compose,
+    fusion,
+    time_decay,
+)
 
 DECAYS = [(None, 1.0), (168.0, 0.2), (168.0, 0.5), (168.0, 0.8), (720.0, 0.2), (720.0, 0.5),
           (720.0, 0.8), (2160.0, 0.5)]  # fmt: skip

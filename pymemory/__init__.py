@@ -12,10 +12,9 @@ from .errors import (
     ValidationError,
 )
 from .item import ArchivedItem, Feedback, MemoryItem
-from .kv import KvBackend, MapKv
 from .memory import ImportResult, Memory
-from .orchestrator import Candidate, Retrieval, ScoredMemory
-from .strategies import (
+from .retrieval.pipeline import Candidate, Retrieval, ScoredMemory
+from .retrieval.strategies import (
     by_scope,
     by_tag,
     by_type,
@@ -24,7 +23,13 @@ from .strategies import (
     time_decay,
     time_window,
 )
-from .tokens import HeuristicTokenCounter, TiktokenCounter, TokenCounter, default_token_counter
+from .retrieval.tokens import (
+    HeuristicTokenCounter,
+    TiktokenCounter,
+    TokenCounter,
+    default_token_counter,
+)
+from .storage import KvBackend, MapKv
 
 __version__ = "0.1.0"
 

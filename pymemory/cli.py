@@ -27,9 +27,9 @@ from . import __version__
 from .errors import ConflictError, PymemoryError
 from .item import FEEDBACK_KINDS, MEMORY_TYPES, ArchivedItem, MemoryItem
 from .memory import Memory
-from .orchestrator import Retrieval
-from .strategies import Strategy, by_scope, by_tag, by_type, compose, time_window
-from .strategies import to_dict as strategy_dict
+from .retrieval.pipeline import Retrieval
+from .retrieval.strategies import Strategy, by_scope, by_tag, by_type, compose, time_window
+from .retrieval.strategies import to_dict as strategy_dict
 
 APP = "pymemory"
 CONTENT_WIDTH = 60  # characters of content shown in a table row
@@ -427,9 +427,9 @@ async def cmd_stats(memory: Memory, a: argparse.Namespace) -> None:
 
 async def cmd_eval(memory: Memory | None, a: argparse.Namespace) -> None:
     """Run a shipped evaluation suite (no store is opened: each run uses a fresh memory)."""
-    from .embedding import load_embedder
     from .evals.harness import REPORT_HEADERS, report_rows, run_suite
     from .evals.suites import load_suite
+    from .models.embedding import load_embedder
 
     suite = load_suite(a.suite)
     names = EVAL_RETRIEVERS if a.retriever == "all" else (a.retriever,)

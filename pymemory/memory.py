@@ -14,11 +14,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import schema
-from .analyzer import analyze
-from .bm25 import Bm25Index
-from .catalog import Catalog
-from .embedding import Embedder
 from .encoder import Encoder, Refiner, RuleEncoder
 from .errors import (
     ConflictError,
@@ -40,11 +35,15 @@ from .item import (
     loads,
     new_id,
 )
-from .kv import KvBackend, MapKv, iter_prefix
-from .orchestrator import Retrieval, retrieve
-from .strategies import Strategy, coerce, compile_strategy
-from .tokens import TokenCounter, default_token_counter
-from .vectors import KvVectorStore
+from .models.embedding import Embedder
+from .retrieval.analyzer import analyze
+from .retrieval.bm25 import Bm25Index
+from .retrieval.catalog import Catalog
+from .retrieval.pipeline import Retrieval, retrieve
+from .retrieval.strategies import Strategy, coerce, compile_strategy
+from .retrieval.tokens import TokenCounter, default_token_counter
+from .retrieval.vectors import KvVectorStore
+from .storage import KvBackend, MapKv, iter_prefix, schema
 
 log = logging.getLogger("pymemory")
 
@@ -162,7 +161,7 @@ class Memory:
         elif isinstance(store, KvBackend):
             kv = store
         else:
-            from .kv.sqlite import SqliteKv
+            from .storage.sqlite import SqliteKv
 
             kv = await SqliteKv.open(store)
         try:
@@ -769,7 +768,7 @@ class Memory:
         condense: bool = True,
     ) -> Retrieval:
         """The memories that matter for ``query``, best first, within ``max_items`` and
-        ``max_tokens``. ``strategy`` adds filters and weights (see ``pymemory.strategies``);
+        ``max_tokens``. ``strategy`` adds filters and weights (see ``pymemory.retrieval.strategies``);
         ``trace=True`` also returns every candidate with its scores and why it was cut.
         ``condense``: a memory over the remaining budget goes in with a shorter summary
         when one fits (``ScoredMemory.condensed``; the stored item is unchanged)."""

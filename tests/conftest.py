@@ -2,7 +2,7 @@ import pytest
 from helpers import Clock
 
 from pymemory import Memory
-from pymemory.kv import MapKv
+from pymemory.storage import MapKv
 
 
 @pytest.fixture

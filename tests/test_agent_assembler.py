@@ -9,7 +9,7 @@ from pymemory.agent.blocks import MemoryBlockSet, core_memory_tools
 from pymemory.agent.tools import Tool, ToolResult, ToolSet
 from pymemory.errors import ConflictError, ValidationError
 from pymemory.item import dumps
-from pymemory.tokens import HeuristicTokenCounter
+from pymemory.retrieval.tokens import HeuristicTokenCounter
 
 
 async def _noop(args):

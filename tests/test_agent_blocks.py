@@ -12,7 +12,7 @@ from pymemory.agent.blocks import (
 )
 from pymemory.agent.tools import ToolSet
 from pymemory.errors import ConflictError, NotFoundError, ValidationError
-from pymemory.kv import MapKv, SqliteKv
+from pymemory.storage import MapKv, SqliteKv
 
 
 def make_set(**kw) -> MemoryBlockSet:

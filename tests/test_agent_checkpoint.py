@@ -13,7 +13,7 @@ from pymemory.agent.checkpoint import (
     checkpoint_key,
 )
 from pymemory.errors import NotFoundError, ValidationError
-from pymemory.kv import MapKv, SqliteKv
+from pymemory.storage import MapKv, SqliteKv
 
 
 @pytest.fixture(params=["memory", "kv-map", "kv-sqlite"])

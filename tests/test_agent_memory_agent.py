@@ -7,6 +7,14 @@ import json
 
 import pytest
 
+from pymemory.agent.llm import (
+    ChatRequest,
+    ChatResponse,
+    HttpxTransport,
+    LlmError,
+    OpenAIChatModel,
+    ToolCall,
+)
 from pymemory.agent.memory_agent import (
     BudgetAlreadyExceededError,
     BudgetWouldExceedError,
@@ -16,15 +24,7 @@ from pymemory.agent.memory_agent import (
     Usage,
 )
 from pymemory.errors import PymemoryError, ValidationError
-from pymemory.kv import MapKv
-from pymemory.llm import (
-    ChatRequest,
-    ChatResponse,
-    HttpxTransport,
-    LlmError,
-    OpenAIChatModel,
-    ToolCall,
-)
+from pymemory.storage import MapKv
 
 pytest_plugins = ["llm_server"]  # the llm_server fixture
 

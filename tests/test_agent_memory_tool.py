@@ -15,7 +15,7 @@ from pymemory.agent.memory_tool import (
 )
 from pymemory.agent.tools import Tool, ToolResult, ToolSet
 from pymemory.errors import ValidationError
-from pymemory.kv import MapKv, SqliteKv
+from pymemory.storage import MapKv, SqliteKv
 
 T0 = 1_780_000_000_000  # a fixed "now" in epoch ms
 

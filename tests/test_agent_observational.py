@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from pymemory.agent.llm import ChatRequest, ChatResponse, LlmError, Message, RuleObserver
 from pymemory.agent.observational import (
     OBSERVER_PROMPT,
     Observation,
@@ -16,8 +17,7 @@ from pymemory.agent.observational import (
     parse_observer_output,
 )
 from pymemory.errors import ValidationError
-from pymemory.kv import MapKv
-from pymemory.llm import ChatRequest, ChatResponse, LlmError, Message, RuleObserver
+from pymemory.storage import MapKv
 
 
 class WordCounter:

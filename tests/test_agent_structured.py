@@ -14,7 +14,7 @@ from pymemory.agent.structured import (
     hist_key,
 )
 from pymemory.errors import ValidationError
-from pymemory.kv import MapKv, SqliteKv
+from pymemory.storage import MapKv, SqliteKv
 
 
 @pytest.fixture

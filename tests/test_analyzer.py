@@ -1,4 +1,4 @@
-"""Tests for pymemory.analyzer: normalisation, splitting, stopwords, stemming, CJK."""
+"""Tests for pymemory.retrieval.analyzer: normalisation, splitting, stopwords, stemming, CJK."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymemory.analyzer import (
+from pymemory.retrieval.analyzer import (
     CJK_STOP_CHARS,
     MAX_TOKEN_CHARS,
     STOPWORDS,

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymemory import Memory, NotFoundError, PymemoryError, StrategyError, ValidationError
-from pymemory.kv import MapKv
+from pymemory.storage import MapKv
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 

@@ -1,4 +1,4 @@
-"""Tests for pymemory.bm25.Bm25Index.
+"""Tests for pymemory.retrieval.bm25.Bm25Index.
 
 What the scores are checked against:
 
@@ -25,8 +25,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymemory.bm25 import Bm25Index
 from pymemory.errors import ValidationError
+from pymemory.retrieval.bm25 import Bm25Index
 
 K1 = 1.2
 B = 0.75

@@ -13,13 +13,6 @@ from helpers import DAY, Clock
 
 from pymemory import Memory
 from pymemory.cli import main
-from pymemory.embedding import (
-    EMBEDDERS,
-    Embedder,
-    EmbedderUnavailableError,
-    HashingEmbedder,
-    load_embedder,
-)
 from pymemory.errors import ValidationError
 from pymemory.evals import (
     KS,
@@ -35,9 +28,16 @@ from pymemory.evals import (
 )
 from pymemory.evals.harness import auroc, make_retriever
 from pymemory.evals.suites import ABSTENTION, SUITES
-from pymemory.kv import MapKv
-from pymemory.tokens import HeuristicTokenCounter
-from pymemory.vectors import InMemoryVectorStore
+from pymemory.models.embedding import (
+    EMBEDDERS,
+    Embedder,
+    EmbedderUnavailableError,
+    HashingEmbedder,
+    load_embedder,
+)
+from pymemory.retrieval.tokens import HeuristicTokenCounter
+from pymemory.retrieval.vectors import InMemoryVectorStore
+from pymemory.storage import MapKv
 
 # --- suite integrity --------------------------------------------------------------------
 
@@ -374,10 +374,10 @@ async def test_load_embedder(monkeypatch):
     def missing_model(**_):
         raise FileNotFoundError("model.onnx")
 
-    import pymemory.embedding as embedding
+    import pymemory.models.embedding as embedding
 
     monkeypatch.setattr(embedding, "_missing_model_for_test", missing_model, raising=False)
-    monkeypatch.setitem(EMBEDDERS, "minilm", ("pymemory.embedding", "_missing_model_for_test"))
+    monkeypatch.setitem(EMBEDDERS, "minilm", ("pymemory.models.embedding", "_missing_model_for_test"))
     with pytest.raises(EmbedderUnavailableError, match="could not load"):
         await load_embedder("minilm")
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymemory.errors import ValidationError
-from pymemory.fusion import rrf, rrf_slots
+from pymemory.retrieval.fusion import rrf, rrf_slots
 
 
 def test_two_rankings_k60():

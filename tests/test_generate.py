@@ -209,8 +209,8 @@ def smollm2():
     ]
     if missing:
         pytest.fail(f"{MODELS} lacks {missing}: run python3 build.py setup", pytrace=False)
-    from pymemory.inference.ort import OrtRuntime
-    from pymemory.tokenizers import load_tokenizer
+    from pymemory.models.ort import OrtRuntime
+    from pymemory.models.tokenizers import load_tokenizer
 
     cfg = json.loads((MODELS / "config.json").read_text())
     gen = json.loads((MODELS / "generation.json").read_text())

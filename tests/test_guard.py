@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pymemory.encoder import RuleEncoder
-from pymemory.models.guard import Guard, cjk_ratio, clean_candidate, is_chinese, specifics
+from pymemory.encoder.guard import Guard, cjk_ratio, clean_candidate, is_chinese, specifics
 
 GUARD = Guard()
 RULES = RuleEncoder()

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from helpers import DAY, Clock
 
-from pymemory import Memory, by_scope, schema
-from pymemory.embedding import HashingEmbedder
-from pymemory.kv import MapKv, SqliteKv
-from pymemory.strategies import compose, from_dict, fusion, to_dict
+from pymemory import Memory, by_scope
+from pymemory.models.embedding import HashingEmbedder
+from pymemory.retrieval.strategies import compose, from_dict, fusion, to_dict
+from pymemory.storage import MapKv, SqliteKv, schema
 
 
 class CountingEmbedder:

@@ -10,13 +10,13 @@ import json
 import numpy as np
 import pytest
 
-from pymemory.embedding import Embedder, EmbedderUnavailableError
+from pymemory.browser.api import RpcApi
 from pymemory.errors import ValidationError
-from pymemory.inference import InferenceRuntime, InferenceSession
-from pymemory.inference.ort import OrtRuntime
-from pymemory.kv import MapKv
 from pymemory.models import MiniLmEmbedder, find_model_dir, load_minilm
-from pymemory.rpc import RpcApi
+from pymemory.models.embedding import Embedder, EmbedderUnavailableError
+from pymemory.models.ort import OrtRuntime
+from pymemory.models.runtime import InferenceRuntime, InferenceSession
+from pymemory.storage import MapKv
 
 MODEL_DIR = find_model_dir("minilm")
 
@@ -202,7 +202,7 @@ async def test_load_minilm_defaults_and_missing_model(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError):  # no tokenizer.json: load_embedder reports OSError
         await load_minilm(OrtRuntime(), tmp_path)
 
-    from pymemory.models import embedder as module
+    from pymemory.models import minilm as module
 
     monkeypatch.setattr(module, "find_model_dir", lambda name: None)
     with pytest.raises(EmbedderUnavailableError, match=r"build\.py setup"):

@@ -1,7 +1,7 @@
 import pytest
 
-from pymemory.kv import MapKv, SqliteKv
-from pymemory.kv.conformance import CHECKS, run_check
+from pymemory.storage import MapKv, SqliteKv
+from pymemory.storage.conformance import CHECKS, run_check
 
 
 @pytest.fixture(params=["map", "sqlite"])

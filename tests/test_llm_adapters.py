@@ -11,9 +11,7 @@ import types
 import httpx
 import pytest
 
-from pymemory.agent.tools import Tool, ToolResult
-from pymemory.errors import PymemoryError
-from pymemory.llm import (
+from pymemory.agent.llm import (
     AnthropicModel,
     ChatRequest,
     FetchTransport,
@@ -26,7 +24,9 @@ from pymemory.llm import (
     default_transport,
     is_reasoning_model,
 )
-from pymemory.llm import transport as transport_module
+from pymemory.agent.llm import transport as transport_module
+from pymemory.agent.tools import Tool, ToolResult
+from pymemory.errors import PymemoryError
 
 pytest_plugins = ["llm_server"]  # the llm_server fixture
 
@@ -409,7 +409,7 @@ def test_default_transport_follows_the_platform(monkeypatch):
 
 def test_cpython_never_imports_browser_modules():
     code = (
-        "import sys, pymemory.llm, pymemory.agent.observational, pymemory.agent.memory_agent\n"
+        "import sys, pymemory.agent.llm, pymemory.agent.observational, pymemory.agent.memory_agent\n"
         "bad = [m for m in sys.modules if m == 'js' or m.split('.')[0] in ('pyodide', 'httpx')]\n"
         "print(bad)"
     )

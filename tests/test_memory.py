@@ -21,9 +21,9 @@ from pymemory import (
     time_decay,
     time_window,
 )
-from pymemory.kv import MapKv, SqliteKv
-from pymemory.orchestrator import format_line
-from pymemory.strategies import DECAY_FLOOR
+from pymemory.retrieval.pipeline import format_line
+from pymemory.retrieval.strategies import DECAY_FLOOR
+from pymemory.storage import MapKv, SqliteKv
 
 
 async def test_add_get_update_delete(memory):

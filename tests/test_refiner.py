@@ -3,7 +3,7 @@
 import asyncio
 
 from pymemory import Memory
-from pymemory.kv import MapKv
+from pymemory.storage import MapKv
 
 
 class ScriptedRefiner:

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from pymemory.kv import MapKv
-from pymemory.rpc import RpcApi
+from pymemory.browser.api import RpcApi
+from pymemory.storage import MapKv
 
 
 @pytest.fixture

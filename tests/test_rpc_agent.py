@@ -1,4 +1,4 @@
-"""The agent-primitive methods of the worker's JSON API (pymemory.rpc_agent), in CPython
+"""The agent-primitive methods of the worker's JSON API (pymemory.browser.agent_api), in CPython
 over MapKv: blocks, structured memory, tools, checkpoints and the observer, their JS
 shapes, their error codes, one instance per (database, id), and resuming in a new API
 over the same stores (what a page reload does)."""
@@ -11,9 +11,9 @@ import json
 import pytest
 from helpers import DAY, Clock
 
-from pymemory.kv import MapKv
-from pymemory.rpc import RpcApi
-from pymemory.rpc_agent import AgentCallError, agent_rpc, close_agents
+from pymemory.browser.agent_api import AgentCallError, agent_rpc, close_agents
+from pymemory.browser.api import RpcApi
+from pymemory.storage import MapKv
 
 pytest_plugins = ["llm_server"]  # the llm_server fixture
 

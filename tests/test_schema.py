@@ -5,8 +5,8 @@ import json
 import pytest
 
 from pymemory import Memory, SchemaError
-from pymemory import schema as schema_mod
-from pymemory.kv import MapKv
+from pymemory.storage import MapKv
+from pymemory.storage import schema as schema_mod
 
 
 async def test_new_store_gets_version():

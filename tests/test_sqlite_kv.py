@@ -7,13 +7,13 @@ import subprocess
 import sys
 import textwrap
 
-from pymemory.kv import SqliteKv
-from pymemory.kv.sqlite import prefix_upper_bound
+from pymemory.storage import SqliteKv
+from pymemory.storage.sqlite import prefix_upper_bound
 
 WRITER = textwrap.dedent(
     """
     import asyncio, sys
-    from pymemory.kv import SqliteKv
+    from pymemory.storage import SqliteKv
 
     async def main(path, batch):
         kv = await SqliteKv.open(path)

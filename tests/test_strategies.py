@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pymemory import StrategyError
-from pymemory.strategies import (
+from pymemory.retrieval.strategies import (
     DECAY_FLOOR,
     DECAY_HALF_LIFE_HOURS,
     DEFAULT_STRATEGY,

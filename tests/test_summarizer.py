@@ -15,14 +15,14 @@ import pytest
 
 from pymemory import Memory
 from pymemory.encoder import RuleEncoder
-from pymemory.kv import MapKv
-from pymemory.models.guard import Guard
-from pymemory.models.summarizer import (
+from pymemory.encoder.guard import Guard
+from pymemory.encoder.smollm2 import (
     DEFAULT_STYLE,
     HanFilter,
     SmolLm2Refiner,
     load_smollm2_refiner,
 )
+from pymemory.storage import MapKv
 
 MODELS = Path(__file__).resolve().parents[1] / ".cache" / "models" / "smollm2"
 RULES = RuleEncoder()

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizer_corpus import corpus, corpus_by_kind
 
-from pymemory.tokenizers import RankBPE, load_tiktoken_ranks
-from pymemory.tokens import (
+from pymemory.models.tokenizers import RankBPE, load_tiktoken_ranks
+from pymemory.retrieval.tokens import (
     HeuristicTokenCounter,
     TiktokenCounter,
     TokenCounter,
@@ -113,7 +113,7 @@ def test_backend_auto_prefers_tiktoken(ranks_path):
 
 def test_tokenizer_counter(ranks):
     path = tokenizer_assets.fetch_minilm_tokenizer()
-    from pymemory.tokenizers import load_tokenizer
+    from pymemory.models.tokenizers import load_tokenizer
 
     counter = TokenizerCounter(load_tokenizer(path), "all-MiniLM-L6-v2")
     assert isinstance(counter, TokenCounter)

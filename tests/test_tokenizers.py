@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizer_corpus import corpus
 
-from pymemory.tokenizers import UnsupportedTokenizerError, load_tokenizer
-from pymemory.tokenizers.bytelevel_bpe import _merge_short, merge_symbols
-from pymemory.tokenizers.normalize import BertNormalizer, BertPreTokenizer, translate_regex
+from pymemory.models.tokenizers import UnsupportedTokenizerError, load_tokenizer
+from pymemory.models.tokenizers.bytelevel_bpe import _merge_short, merge_symbols
+from pymemory.models.tokenizers.normalize import BertNormalizer, BertPreTokenizer, translate_regex
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

@@ -7,11 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pymemory import vectors
 from pymemory.errors import PymemoryError, StorageError, ValidationError
-from pymemory.kv import MapKv
-from pymemory.kv.sqlite import SqliteKv
-from pymemory.vectors import (
+from pymemory.retrieval import vectors
+from pymemory.retrieval.vectors import (
     DTYPES,
     InMemoryVectorStore,
     KvVectorStore,
@@ -19,6 +17,8 @@ from pymemory.vectors import (
     decode_vector,
     encode_vector,
 )
+from pymemory.storage import MapKv
+from pymemory.storage.sqlite import SqliteKv
 
 DIM = 16
 

@@ -30,7 +30,7 @@ export class MemoryError extends Error {
   }
 }
 
-// --- strategies: the same values as Python's pymemory.strategies ---------------------
+// --- strategies: the same values as Python's pymemory.retrieval.strategies ---------------------
 
 const list = (values) => (Array.isArray(values[0]) ? values[0] : values);
 const given = (obj) => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
@@ -49,7 +49,7 @@ export const strategies = Object.freeze({
   }),
   byType: (...types) => ({ kind: "by_type", types: list(types) }),
   byScope: (...scopes) => ({ kind: "by_scope", scopes: list(scopes) }),
-  // Options left out take the core's defaults (pymemory.strategies), kept in one place.
+  // Options left out take the core's defaults (pymemory.retrieval.strategies), kept in one place.
   timeDecay: ({ halfLifeHours, floor } = {}) =>
     given({ kind: "time_decay", half_life_hours: halfLifeHours, floor }),
   feedbackWeight: ({ liked, disliked, important } = {}) =>

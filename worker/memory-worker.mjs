@@ -38,7 +38,7 @@ async function boot(options) {
   await tokensReady;
   // Token budgets count with the same o200k_base as the Python side (seed 004).
   pyodide.registerJsModule("pymemory_js_tokens", { count: tiktoken.count, name: tiktoken.name });
-  const browser = pyodide.pyimport("pymemory.browser");
+  const browser = pyodide.pyimport("pymemory.browser.pyodide");
   const kwargs = { durability: options.durability ?? "strict" };
   if (options.feedbackFlushMs != null) kwargs.feedback_flush_s = options.feedbackFlushMs / 1000;
   if (options.autoArchiveDays != null) kwargs.auto_archive_days = options.autoArchiveDays;

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from ..errors import ConflictError, ValidationError
 from ..item import dumps
-from ..tokens import HeuristicTokenCounter, TokenCounter
+from ..retrieval.tokens import HeuristicTokenCounter, TokenCounter
 from .blocks import MemoryBlockSet
 from .structured import canonical_json
 from .tools import Tool, ToolSet

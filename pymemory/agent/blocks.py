@@ -36,8 +36,8 @@ from typing import Any
 
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..item import dumps
-from ..kv.base import KvBackend
-from ..schema import ensure_schema
+from ..storage.base import KvBackend
+from ..storage.schema import ensure_schema
 from .tools import Tool, ToolResult
 
 __all__ = [

@@ -30,8 +30,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import NotFoundError, ValidationError
 from ..item import dumps
-from ..kv.base import KvBackend, iter_prefix
-from ..schema import ensure_schema
+from ..storage.base import KvBackend, iter_prefix
+from ..storage.schema import ensure_schema
 from .structured import canonical_json
 
 __all__ = [

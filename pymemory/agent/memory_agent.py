@@ -29,9 +29,9 @@ from typing import Any, Literal
 
 from ..errors import PymemoryError, ValidationError
 from ..item import dumps
-from ..kv import KvBackend, iter_prefix
-from ..llm.base import ChatModel, ChatRequest, Message, ToolCall, render_transcript
-from ..tokens import HeuristicTokenCounter, TokenCounter
+from ..retrieval.tokens import HeuristicTokenCounter, TokenCounter
+from ..storage import KvBackend, iter_prefix
+from .llm.base import ChatModel, ChatRequest, Message, ToolCall, render_transcript
 from .tools import Tool, ToolResult, ToolSet
 
 log = logging.getLogger("pymemory.memory_agent")

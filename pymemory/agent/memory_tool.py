@@ -40,7 +40,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..item import dumps, loads
-from ..kv.base import MAX_KEY_CHARS, KvBackend, iter_prefix
+from ..storage.base import MAX_KEY_CHARS, KvBackend, iter_prefix
 from .tools import Tool, ToolResult
 
 __all__ = [

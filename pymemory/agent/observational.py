@@ -28,9 +28,9 @@ from typing import Any, Literal, NamedTuple
 
 from ..errors import ValidationError
 from ..item import dumps
-from ..kv import KvBackend, MapKv, iter_prefix
-from ..llm.base import ChatModel, ChatRequest, ChatResponse, Message, render_transcript
-from ..tokens import HeuristicTokenCounter, TokenCounter
+from ..retrieval.tokens import HeuristicTokenCounter, TokenCounter
+from ..storage import KvBackend, MapKv, iter_prefix
+from .llm.base import ChatModel, ChatRequest, ChatResponse, Message, render_transcript
 
 log = logging.getLogger("pymemory.observational")
 

@@ -36,12 +36,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ..analyzer import analyze
-from ..bm25 import Bm25Index
 from ..errors import ValidationError
 from ..item import dumps
-from ..kv.base import KvBackend, iter_prefix
-from ..schema import ensure_schema
+from ..retrieval.analyzer import analyze
+from ..retrieval.bm25 import Bm25Index
+from ..storage.base import KvBackend, iter_prefix
+from ..storage.schema import ensure_schema
 
 __all__ = [
     "DEFAULT_TTL_MS",

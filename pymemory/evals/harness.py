@@ -5,7 +5,7 @@
 
 What happens:
 
-1. A fresh :class:`~pymemory.Memory` over a :class:`~pymemory.kv.MapKv`, with a clock the
+1. A fresh :class:`~pymemory.Memory` over a :class:`~pymemory.storage.MapKv`, with a clock the
    harness controls, receives every turn of the suite through ``add_many`` with the
    turn's timestamp (one memory per turn; ``metadata.turn`` keeps the suite's turn id).
 2. For ``dense`` and ``hybrid`` the embedder is attached to that Memory, which embeds
@@ -45,12 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from ..embedding import Embedder, HashingEmbedder
 from ..errors import ValidationError
-from ..kv import MapKv
 from ..memory import Memory
-from ..strategies import Strategy
-from ..tokens import HeuristicTokenCounter
+from ..models.embedding import Embedder, HashingEmbedder
+from ..retrieval.strategies import Strategy
+from ..retrieval.tokens import HeuristicTokenCounter
+from ..storage import MapKv
 from .retrievers import DenseRetriever, MemoryRetriever, Retriever
 from .suites import ABSTENTION, Question, Suite, load_suite
 

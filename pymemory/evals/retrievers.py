@@ -7,7 +7,7 @@ ones).
 
 * :class:`MemoryRetriever` is ``Memory.retrieve`` itself, the ranking an app gets: BM25 x
   time decay x feedback, or, once an embedder is attached to the Memory, the BM25 and
-  dense rankings fused by RRF (``pymemory.strategies.fusion``). The harness names it
+  dense rankings fused by RRF (``pymemory.retrieval.strategies.fusion``). The harness names it
   ``bm25`` or ``hybrid`` accordingly.
 * :class:`DenseRetriever` is the pure semantic signal: cosine similarity between the
   query's embedding and the stored vectors, no decay, no feedback, no filters.
@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ..embedding import Embedder, check_embeddings
 from ..errors import ValidationError
 from ..memory import Memory
-from ..strategies import Strategy
-from ..vectors import VectorStore
+from ..models.embedding import Embedder, check_embeddings
+from ..retrieval.strategies import Strategy
+from ..retrieval.vectors import VectorStore
 
 __all__ = ["DenseRetriever", "MemoryRetriever", "Retriever", "ScoredRetriever"]
 

@@ -4,6 +4,6 @@
 unchanged on ``OrtRuntime`` (CPython) and ``OrtWebRuntime`` (onnxruntime-web, browser).
 """
 
-from .embedder import MINILM_DEFAULTS, MiniLmEmbedder, find_model_dir, load_minilm
+from .minilm import MINILM_DEFAULTS, MiniLmEmbedder, find_model_dir, load_minilm
 
 __all__ = ["MINILM_DEFAULTS", "MiniLmEmbedder", "find_model_dir", "load_minilm"]

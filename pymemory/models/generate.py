@@ -1,6 +1,6 @@
 """Greedy decoding for a decoder-only ONNX model with a KV cache, in numpy.
 
-Works on any :class:`~pymemory.inference.InferenceSession` (onnxruntime in CPython,
+Works on any :class:`~pymemory.models.runtime.InferenceSession` (onnxruntime in CPython,
 onnxruntime-web in the browser), one ``await session.run`` per step, no threads::
 
     spec = CausalLmSpec.from_config(json.loads(config_json))
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..inference.runtime import InferenceSession
+from .runtime import InferenceSession
 
 __all__ = [
     "CausalLmSpec",

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from browserkit import BOOT_TIMEOUT_MS, CHROMIUM_ARGS, chromium_path, js, watch_errors
 
-from pymemory.embedding import HashingEmbedder
+from pymemory.models.embedding import HashingEmbedder
 
 OPEN = "const m = pm.createAgentMemory({ dbName: args[0] }); await m.ready;"
 
@@ -240,7 +240,7 @@ def test_strategy_presets(harness, preset):
 
 
 def test_budgets_count_o200k_tokens_like_cpython(harness):
-    from pymemory.tokens import default_token_counter
+    from pymemory.retrieval.tokens import default_token_counter
 
     texts = [
         "I prefer answers as tables, not bullet points.",

@@ -55,8 +55,8 @@ def cpython_embedder():
         import onnxruntime  # noqa: F401
     except ImportError:
         pytest.fail("onnxruntime is not installed: install pymemory's `models` extra", False)
-    from pymemory.inference.ort import OrtRuntime
     from pymemory.models import load_minilm
+    from pymemory.models.ort import OrtRuntime
 
     return _sync(load_minilm(OrtRuntime(intra_op_threads=1), MODEL_DIR))
 

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from browserkit import js
 
 from pymemory.encoder import RuleEncoder
-from pymemory.models.summarizer import load_smollm2_refiner
+from pymemory.encoder.smollm2 import load_smollm2_refiner
 
 TEXTS = [
     "Hi there! Could you please move our weekly sync with the design team from Tuesday "

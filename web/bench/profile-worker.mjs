@@ -7,10 +7,10 @@
 
 const PROFILE = `
 import cProfile, gc, io, json, pstats, statistics, time, tracemalloc
-from pymemory.embedding import HashingEmbedder
-from pymemory.kv import MapKv
+from pymemory.models.embedding import HashingEmbedder
+from pymemory.storage import MapKv
 from pymemory.memory import Memory
-from pymemory.strategies import coerce, compile_strategy
+from pymemory.retrieval.strategies import coerce, compile_strategy
 
 RETRIEVE = {"max_items": 10, "max_tokens": 10**6}
 

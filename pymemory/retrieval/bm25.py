@@ -48,7 +48,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 __all__ = ["MAX_SLOT", "Bm25Index"]
 

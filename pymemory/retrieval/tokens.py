@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from .tokenizers import Tokenizer
+    from ..models.tokenizers import Tokenizer
 
 
 @runtime_checkable
@@ -61,7 +61,7 @@ class TiktokenCounter:
         *,
         backend: Literal["auto", "tiktoken", "python"] = "auto",
     ) -> None:
-        from .tokenizers.tiktoken_bpe import (
+        from ..models.tokenizers.tiktoken_bpe import (
             O200K_PAT_STR,
             O200K_SPECIAL_TOKENS,
             RankBPE,
@@ -99,7 +99,7 @@ class TiktokenCounter:
 
 
 class TokenizerCounter:
-    """Counts with a loaded tokenizer.json (:func:`pymemory.tokenizers.load_tokenizer`),
+    """Counts with a loaded tokenizer.json (:func:`pymemory.models.tokenizers.load_tokenizer`),
     without the special tokens its post-processor would add: e.g. the summarizer's own
     tokens."""
 
@@ -117,7 +117,7 @@ def o200k_ranks_path() -> Path | None:
     env = os.environ.get("PYMEMORY_O200K_RANKS")
     candidates = [Path(env)] if env else []
     candidates.append(
-        Path(__file__).resolve().parent.parent
+        Path(__file__).resolve().parents[2]
         / ".cache/models/tokenizers/o200k/o200k_base.tiktoken"
     )
     return next((p for p in candidates if p.is_file()), None)

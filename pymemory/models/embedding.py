@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import PymemoryError, ValidationError
+from ..errors import PymemoryError, ValidationError
 
 __all__ = [
     "EMBEDDERS",
@@ -192,7 +192,7 @@ class HashingEmbedder:
 #: Embedders ``load_embedder`` knows: name -> ``(module, factory)``. The factory is
 #: called with the keyword options and may be sync or async; it returns an Embedder.
 EMBEDDERS: dict[str, tuple[str, str]] = {
-    "hashing": ("pymemory.embedding", "HashingEmbedder"),
+    "hashing": ("pymemory.models.embedding", "HashingEmbedder"),
     "minilm": ("pymemory.models", "load_minilm"),
 }
 

@@ -9,7 +9,7 @@ One refinement (the same in CPython and Pyodide: model calls go through the runt
 1. only text people wrote is refined (message, user_feedback, user_preference): on tool
    results and system events the model garbles what the rules render well, so those keep
    stage 1 without a model call;
-2. the language is Chinese if the source is (:func:`~pymemory.models.guard.is_chinese`);
+2. the language is Chinese if the source is (:func:`~pymemory.encoder.guard.is_chinese`);
 3. the ChatML prompt is built by hand: a system message with the instruction (Chinese:
    请用 15~25 字概括以下内容的核心意图，不要添加任何解释，输出纯中文。) and two worked
    examples of the memory's type as chat turns. That prefix is fixed per (language, type),
@@ -22,7 +22,7 @@ One refinement (the same in CPython and Pyodide: model calls go through the runt
 5. the output must end with the end-of-turn token (Chinese: or 。), be something the model
    itself found likely (mean token log-probability >= -0.7 under its unconstrained
    distribution: forced text is garbled text) and pass the
-   :class:`~pymemory.models.guard.Guard`, else ``refine`` returns None and stage 1 stays.
+   :class:`~pymemory.encoder.guard.Guard`, else ``refine`` returns None and stage 1 stays.
    :attr:`SmolLm2Refiner.stats` counts outcomes and rejection reasons.
 
 The prompt and decoding settings were picked on half of the labelled dev set
@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
-from ..inference.runtime import InferenceRuntime, InferenceSession
-from .generate import CausalLmSpec, Generation, GenerationConfig, KvCache, generate, prefill
+from ..models.generate import CausalLmSpec, Generation, GenerationConfig, KvCache, generate, prefill
+from ..models.runtime import InferenceRuntime, InferenceSession
 from .guard import Guard, Verdict, clean_candidate, is_chinese
 
 __all__ = [
@@ -315,7 +315,7 @@ _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 def _token_bytes_of(tokenizer: Any) -> Callable[[int], bytes]:
     """``id -> the bytes it stands for`` for a byte-level BPE tokenizer."""
-    from ..tokenizers.bytelevel_bpe import unicode_to_bytes
+    from ..models.tokenizers.bytelevel_bpe import unicode_to_bytes
 
     table = unicode_to_bytes()
     cache: dict[int, bytes] = {}
@@ -656,7 +656,7 @@ def _join(location: str, name: str) -> str:
 def find_smollm2_dir() -> Path | None:
     """``<models>/smollm2`` with a model.onnx: ``$PYMEMORY_MODELS``, then ``.cache/models``
     in the current folder or above it, then beside this checkout."""
-    from .embedder import find_model_dir
+    from ..models.minilm import find_model_dir
 
     return find_model_dir("smollm2")
 
@@ -686,7 +686,7 @@ async def load_smollm2_refiner(
     it has one); the session is created now unless ``preload`` is false.
     """
     if runtime is None:
-        from ..inference.ort import OrtRuntime
+        from ..models.ort import OrtRuntime
 
         runtime = OrtRuntime(intra_op_threads=intra_op_threads)
     if model_dir is None:
@@ -698,7 +698,7 @@ async def load_smollm2_refiner(
             )
         model_dir = found
     location = os.fspath(model_dir)
-    from ..tokenizers import load_tokenizer
+    from ..models.tokenizers import load_tokenizer
 
     config = json.loads(await _read(runtime, _join(location, "config.json")))
     generation = json.loads(await _read(runtime, _join(location, "generation.json")))

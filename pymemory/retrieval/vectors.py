@@ -3,7 +3,7 @@
 Two stores share one protocol (:class:`VectorStore`):
 
 * :class:`InMemoryVectorStore`: vectors in memory only (a throwaway corpus, tests).
-* :class:`KvVectorStore`: the same matrix, persisted in any :class:`~pymemory.kv.KvBackend`
+* :class:`KvVectorStore`: the same matrix, persisted in any :class:`~pymemory.storage.KvBackend`
   under ``<prefix><id>`` (default ``vec:<id>``), one compact record per vector, loaded
   whole at open. Every write is one atomic KV batch, made before memory is touched, so a
   failed write changes nothing.
@@ -62,8 +62,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import PymemoryError, ValidationError
-from .kv.base import MAX_KEY_CHARS, KvBackend, check_key, iter_prefix
+from ..errors import PymemoryError, ValidationError
+from ..storage.base import MAX_KEY_CHARS, KvBackend, check_key, iter_prefix
 
 __all__ = [
     "BLOCK_ROWS",

@@ -15,13 +15,13 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .embedding import EmbedderUnavailableError, HashingEmbedder
-from .errors import PymemoryError, ValidationError
-from .item import ArchivedItem, MemoryItem
-from .kv import KvBackend
-from .kv.conformance import run_conformance
-from .memory import ImportResult, Memory
-from .orchestrator import Candidate, Retrieval, ScoredMemory
+from ..errors import PymemoryError, ValidationError
+from ..item import ArchivedItem, MemoryItem
+from ..memory import ImportResult, Memory
+from ..models.embedding import EmbedderUnavailableError, HashingEmbedder
+from ..retrieval.pipeline import Candidate, Retrieval, ScoredMemory
+from ..storage import KvBackend
+from ..storage.conformance import run_conformance
 
 log = logging.getLogger("pymemory")
 
@@ -152,7 +152,7 @@ class RpcApi:
                 raise ValidationError("dbName must be a non-empty string of at most 128 chars")
             handler = getattr(self, f"_m_{method}", None) if isinstance(method, str) else None
             if handler is None and isinstance(method, str) and "." in method:
-                from .rpc_agent import agent_handler  # blocks.*, tools.*, observer.*, ...
+                from .agent_api import agent_handler  # blocks.*, tools.*, observer.*, ...
 
                 handler = agent_handler(self, method)
             if handler is None:
@@ -194,7 +194,7 @@ class RpcApi:
             self.on_change(db, kind, item_id)
 
     async def close_all(self) -> None:
-        from .rpc_agent import close_agents
+        from .agent_api import close_agents
 
         await close_agents(self)
         for db in list(self._memories):
@@ -327,7 +327,7 @@ class RpcApi:
         if self._embedder is None:
             factory = self.embedder_factory
             if factory is None:
-                from .models import load_minilm
+                from ..models import load_minilm
 
                 factory = load_minilm
             try:
@@ -343,7 +343,7 @@ class RpcApi:
         if self._refiner is None:
             factory = self.refiner_factory
             if factory is None:
-                from .models.summarizer import load_smollm2_refiner
+                from ..encoder.smollm2 import load_smollm2_refiner
 
                 factory = load_smollm2_refiner
             try:
@@ -357,7 +357,7 @@ class RpcApi:
     async def _m_loadModels(self, db: str, params: Any) -> dict[str, Any]:
         """Load the local models and attach them to this database's Memory: ``embedder``
         (``true``: MiniLM, dense + hybrid retrieval; ``"hashing"``: the model-free
-        :class:`~pymemory.embedding.HashingEmbedder`, a lexical baseline for tests and
+        :class:`~pymemory.models.embedding.HashingEmbedder`, a lexical baseline for tests and
         benchmarks) and ``summarizer`` (SmolLM2: Encoder stage 2). Idempotent. Returns
         what is attached and how long loading took."""
         p = _params(params, {"embedder", "summarizer"})

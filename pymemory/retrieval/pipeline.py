@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from ..encoder import RuleEncoder, split_sentences
+from ..item import MemoryItem
 from .analyzer import analyze
 from .catalog import TYPE_CODE, Catalog
-from .encoder import RuleEncoder, split_sentences
-from .item import MemoryItem
 from .strategies import HOUR_MS, Plan
 from .tokens import TokenCounter
 

@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 MAX_CONTENT_CHARS = 200
 MEMORY_TYPES = ("message", "tool_result", "user_feedback", "user_preference", "system_event")

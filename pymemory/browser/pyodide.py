@@ -17,9 +17,9 @@ import js
 import numpy as np
 from pyodide.ffi import JsException, to_js
 
-from .errors import StorageError, StoreClosedError, ValidationError
-from .kv.base import check_items, check_key
-from .rpc import RpcApi
+from ..errors import StorageError, StoreClosedError, ValidationError
+from ..storage.base import check_items, check_key
+from .api import RpcApi
 
 
 def _to_uint8(blob: bytes) -> Any:
@@ -285,7 +285,7 @@ class OrtWebRuntime:
 
 async def load_minilm_web(runtime: OrtWebRuntime, model_url: str | None = None) -> Any:
     """The MiniLM embedder on onnxruntime-web (the model folder defaults to /models/minilm/)."""
-    from .models import load_minilm
+    from ..models import load_minilm
 
     return await load_minilm(runtime, model_url or runtime.models_url + "minilm/")
 
@@ -293,6 +293,6 @@ async def load_minilm_web(runtime: OrtWebRuntime, model_url: str | None = None) 
 async def load_smollm2_web(runtime: OrtWebRuntime, model_url: str | None = None) -> Any:
     """The SmolLM2 summarizer (Encoder stage 2) over onnxruntime-web, from the site's
     ``/models/smollm2/`` (kept in Cache Storage after the first visit)."""
-    from .models.summarizer import load_smollm2_refiner
+    from ..encoder.smollm2 import load_smollm2_refiner
 
     return await load_smollm2_refiner(runtime, model_url or runtime.models_url + "smollm2/")

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import StrategyError, ValidationError
-from .item import MEMORY_TYPES, check_scope, check_tag
+from ..errors import StrategyError, ValidationError
+from ..item import MEMORY_TYPES, check_scope, check_tag
 
 HOUR_MS = 3_600_000
 

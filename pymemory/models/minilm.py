@@ -1,11 +1,11 @@
-"""all-MiniLM-L6-v2 (int8 ONNX) as an :class:`~pymemory.embedding.Embedder`.
+"""all-MiniLM-L6-v2 (int8 ONNX) as an :class:`~pymemory.models.embedding.Embedder`.
 
 Three separate, testable steps (as in transformers.js), the same in CPython and Pyodide:
 
-1. tokenise with the pure-Python tokenizer (``pymemory.tokenizers``): ``[CLS] ... [SEP]``,
+1. tokenise with the pure-Python tokenizer (``pymemory.models.tokenizers``): ``[CLS] ... [SEP]``,
    truncated to ``max_length`` (256, the model's limit) keeping the final ``[SEP]``, no
    padding;
-2. run the model through an :class:`~pymemory.inference.InferenceRuntime` (onnxruntime in
+2. run the model through an :class:`~pymemory.models.runtime.InferenceRuntime` (onnxruntime in
    CPython, onnxruntime-web in the browser) on batches padded to the batch's longest
    sequence, with the attention mask marking the real tokens;
 3. mean-pool ``last_hidden_state`` over the mask and L2-normalise, in numpy.
@@ -27,9 +27,9 @@ from urllib.parse import urljoin
 
 import numpy as np
 
-from ..embedding import EmbedderUnavailableError
 from ..errors import ValidationError
-from ..inference.runtime import InferenceRuntime, InferenceSession
+from .embedding import EmbedderUnavailableError
+from .runtime import InferenceRuntime, InferenceSession
 
 __all__ = ["MINILM_DEFAULTS", "MiniLmEmbedder", "find_model_dir", "load_minilm"]
 
@@ -54,7 +54,7 @@ def _join(location: str, name: str) -> str:
 
 
 def _ids_of(encoded: Any) -> list[int]:
-    """Accept ``list[int]`` (pymemory.tokenizers) or an ``Encoding`` with ``.ids`` (Rust)."""
+    """Accept ``list[int]`` (pymemory.models.tokenizers) or an ``Encoding`` with ``.ids`` (Rust)."""
     ids = getattr(encoded, "ids", encoded)
     return [int(i) for i in ids]
 
@@ -250,7 +250,7 @@ async def load_minilm(
     session is created now unless ``preload`` is false.
     """
     if runtime is None:
-        from ..inference.ort import OrtRuntime
+        from .ort import OrtRuntime
 
         runtime = OrtRuntime(intra_op_threads=intra_op_threads)
     if model_dir is None:
@@ -262,7 +262,7 @@ async def load_minilm(
             )
         model_dir = found
     location = os.fspath(model_dir)
-    from ..tokenizers import load_tokenizer
+    from .tokenizers import load_tokenizer
 
     config = json.loads(await _read(runtime, _join(location, "config.json")))
     tokenizer_file = config.get("tokenizer", "tokenizer.json")

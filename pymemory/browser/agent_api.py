@@ -1,6 +1,6 @@
 """The agent primitives over the worker's JSON API: the ``<area>.<name>`` methods.
 
-:class:`~pymemory.rpc.RpcApi` hands every method name with a dot to :func:`agent_handler`.
+:class:`~pymemory.browser.api.RpcApi` hands every method name with a dot to :func:`agent_handler`.
 Each database's primitives run over that database's own KvBackend (``memory.kv``, the
 IndexedDB store in the browser), next to its memories, under their own key prefixes
 (``blk:``, ``ns:``, ``fs:``, ``mt:``, ``ckpt:``, ``obs:``), so they survive a page reload.
@@ -62,30 +62,30 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .agent.blocks import (
+from ..agent.blocks import (
     DEFAULT_MAX_BLOCKS,
     MemoryBlock,
     MemoryBlockSet,
     block_key,
     core_memory_tools,
 )
-from .agent.checkpoint import Checkpoint, KvCheckpointer
-from .agent.memory_tool import (
+from ..agent.checkpoint import Checkpoint, KvCheckpointer
+from ..agent.llm import AnthropicModel, OpenAIChatModel, RuleObserver
+from ..agent.llm.base import excerpt, parse_arguments
+from ..agent.memory_tool import (
     AnthropicMemoryTool,
     create_anthropic_memory_tool,
     create_memory_tool,
 )
-from .agent.observational import Observation, ObservationalMemory
-from .agent.structured import Entry, StructuredMemory
-from .agent.tools import ToolResult, ToolSet
-from .errors import NotFoundError, PymemoryError, ValidationError
-from .llm import AnthropicModel, OpenAIChatModel, RuleObserver
-from .llm.base import excerpt, parse_arguments
-from .rpc import _params
+from ..agent.observational import Observation, ObservationalMemory
+from ..agent.structured import Entry, StructuredMemory
+from ..agent.tools import ToolResult, ToolSet
+from ..errors import NotFoundError, PymemoryError, ValidationError
+from .api import _params
 
 if TYPE_CHECKING:
-    from .memory import Memory
-    from .rpc import RpcApi
+    from ..memory import Memory
+    from .api import RpcApi
 
 log = logging.getLogger("pymemory")
 

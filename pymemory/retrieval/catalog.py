@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..item import MEMORY_TYPES, MemoryItem
 from .analyzer import analyze
 from .bm25 import Bm25Index
-from .item import MEMORY_TYPES, MemoryItem
 
 NO_EXPIRY = np.iinfo(np.int64).max
 TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 __all__ = ["DEFAULT_K", "rrf", "rrf_slots"]
 

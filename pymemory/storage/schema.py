@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 
-from .errors import SchemaError
-from .kv import KvBackend
+from ..errors import SchemaError
+from . import KvBackend
 
 SCHEMA_VERSION = 1
 META_SCHEMA = "meta:schema"

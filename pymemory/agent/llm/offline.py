@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..encoder import RuleEncoder
+from ...encoder import RuleEncoder
 from .base import ChatRequest, ChatResponse
 
 DEFAULT_MAX_CHARS = 400
