@@ -1,5 +1,9 @@
 """pymemory: private, offline memory for client-side AI agents."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .encoder import Encoded, Encoder, RuleEncoder
 from .errors import (
     ConflictError,
@@ -20,6 +24,7 @@ from .retrieval.strategies import (
     by_type,
     compose,
     feedback_weight,
+    fusion,
     time_decay,
     time_window,
 )
@@ -29,7 +34,12 @@ from .retrieval.tokens import (
     TokenCounter,
     default_token_counter,
 )
+from .retrieval.vectors import InMemoryVectorStore, VectorStore
+from .retrieval.vectors_kv import KvVectorStore
 from .storage import KvBackend, MapKv
+
+if TYPE_CHECKING:
+    from .storage.sqlite import SqliteKv
 
 __version__ = "0.1.0"
 
@@ -43,7 +53,9 @@ __all__ = [
     "HeuristicTokenCounter",
     "ImportFormatError",
     "ImportResult",
+    "InMemoryVectorStore",
     "KvBackend",
+    "KvVectorStore",
     "MapKv",
     "Memory",
     "MemoryItem",
@@ -53,17 +65,29 @@ __all__ = [
     "RuleEncoder",
     "SchemaError",
     "ScoredMemory",
+    "SqliteKv",
     "StoreClosedError",
     "StrategyError",
     "TiktokenCounter",
     "TokenCounter",
     "ValidationError",
+    "VectorStore",
     "by_scope",
     "by_tag",
     "by_type",
     "compose",
     "default_token_counter",
     "feedback_weight",
+    "fusion",
     "time_decay",
     "time_window",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # sqlite3 is an optional module in Pyodide: import it only when asked for.
+    if name == "SqliteKv":
+        from .storage.sqlite import SqliteKv
+
+        return SqliteKv
+    raise AttributeError(name)

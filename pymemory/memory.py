@@ -15,9 +15,10 @@ from typing import Any, Literal
 import numpy as np
 
 from .encoder import Encoder, Refiner, RuleEncoder
+from .encoder.intake import ADD_FIELDS, build_item, type_name
+from .encoder.refine import RefineWorker
 from .errors import (
     ConflictError,
-    ImportFormatError,
     NotFoundError,
     PymemoryError,
     StoreClosedError,
@@ -25,31 +26,25 @@ from .errors import (
 )
 from .item import (
     FEEDBACK_KINDS,
-    MEMORY_TYPES,
     ArchivedItem,
     MemoryItem,
-    check_scope,
     check_tags,
-    check_timestamp,
-    dumps,
-    loads,
-    new_id,
 )
 from .models.embedding import Embedder
-from .retrieval.analyzer import analyze
-from .retrieval.bm25 import Bm25Index
+from .retrieval.archive import search_archive
 from .retrieval.catalog import Catalog
+from .retrieval.dense import DenseIndex
+from .retrieval.filters import item_matcher
 from .retrieval.pipeline import Retrieval, retrieve
 from .retrieval.strategies import Strategy, coerce, compile_strategy
 from .retrieval.tokens import TokenCounter, default_token_counter
-from .retrieval.vectors import KvVectorStore
+from .retrieval.vectors_kv import KvVectorStore
 from .storage import KvBackend, MapKv, iter_prefix, schema
+from .storage.export import header_line, parse_export, record_line
 
 log = logging.getLogger("pymemory")
 
 DAY_MS = 86_400_000
-EXPORT_FORMAT = "pymemory-export"
-EXPORT_VERSION = 1
 MAX_QUERY_CHARS = 10_000
 WRITE_CHUNK = 1000
 _UNSET: Any = object()
@@ -89,16 +84,10 @@ class Memory:
         auto_archive_days: float | None,
     ) -> None:
         self.kv = kv
-        self.refiner: Refiner | None = None  # set by attach_refiner()
-        self.embedder: Embedder | None = None  # set by attach_embedder()
         # Called as fn(kind, item_id) after background work changes an item ("refined").
         self.listeners: list[Callable[[str, str], object]] = []
-        self.vectors: KvVectorStore | None = None
-        self._embed_queue: asyncio.Queue[str] = asyncio.Queue()
-        self._embed_task: asyncio.Task[None] | None = None
-        self._refine_queue: asyncio.Queue[str] = asyncio.Queue()
-        self._refining: tuple[str, asyncio.Task[str | None]] | None = None
-        self._refiner_task: asyncio.Task[None] | None = None
+        self._dense: DenseIndex | None = None  # set by attach_embedder()
+        self._refine: RefineWorker | None = None  # set by attach_refiner()
         self._owns_kv = owns_kv
         self.encoder = encoder
         self.token_counter = token_counter
@@ -198,29 +187,36 @@ class Memory:
         """Turn dense retrieval on (e.g. once a model has loaded): load the stored vectors
         and embed, in the background, every item that has none yet."""
         self._check_open()
-        if self.embedder is not None:
+        if self._dense is not None:
             raise ValidationError("an embedder is already attached")
-        vectors = await KvVectorStore.open(self.kv, embedder.dim, vector_dtype)
-        async with self._lock:
-            # Vectors left by a crash between an item's delete and its vector's: drop them,
-            # so that every vector belongs to a live item (retrieval counts on it).
-            orphans = [i for i in vectors.ids() if i not in self._catalog.items]
-            if orphans:
-                await vectors.delete(orphans)
-        self.vectors = vectors
-        self.embedder = embedder
-        for item_id in self._catalog.items:
-            if item_id not in self.vectors:  # written before the embedder was on
-                self._embed_queue.put_nowait(item_id)
-        self._embed_task = asyncio.ensure_future(self._embed_loop())
+        self._dense = await DenseIndex.open(
+            self.kv, embedder, self._catalog, self._lock, vector_dtype
+        )
 
     async def attach_refiner(self, refiner: Refiner) -> None:
         """Turn Encoder stage 2 on for items added from now on."""
         self._check_open()
-        if self.refiner is not None:
+        if self._refine is not None:
             raise ValidationError("a refiner is already attached")
-        self.refiner = refiner
-        self._refiner_task = asyncio.ensure_future(self._refine_loop())
+        self._refine = RefineWorker(
+            refiner,
+            get=self._catalog.get,
+            lock=self._lock,
+            write=self._write_refined,
+            on_refined=lambda item_id: self._notify("refined", item_id),
+        )
+
+    @property
+    def refiner(self) -> Refiner | None:
+        return None if self._refine is None else self._refine.refiner
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return None if self._dense is None else self._dense.embedder
+
+    @property
+    def vectors(self) -> KvVectorStore | None:
+        return None if self._dense is None else self._dense.vectors
 
     @property
     def clock(self) -> Callable[[], int]:
@@ -242,11 +238,13 @@ class Memory:
         """Stop background work, persist pending feedback, close an owned store."""
         if self._closed:
             return
-        for task in (self._maintenance, self._refiner_task, self._embed_task):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._maintenance
+        for worker in (self._refine, self._dense):
+            if worker is not None:
+                await worker.stop()
         try:
             await self.flush()
         finally:
@@ -289,49 +287,6 @@ class Memory:
 
     # --- writing ----------------------------------------------------------------------
 
-    async def _build(
-        self,
-        text: str | None,
-        content: str | None,
-        type: str,
-        metadata: Mapping[str, Any] | None,
-        tags: Sequence[str],
-        scope: str,
-        ttl_ms: int | None,
-        timestamp: int | None,
-    ) -> MemoryItem:
-        if text is None and content is None:
-            raise ValidationError("add() needs text (raw input) or content (a summary)")
-        for name, value in (("text", text), ("content", content)):
-            if value is not None and not isinstance(value, str):
-                raise ValidationError(f"{name} must be a string, got {type_name(value)}")
-        if type not in MEMORY_TYPES:
-            raise ValidationError(f"type must be one of {', '.join(MEMORY_TYPES)}, got {type!r}")
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise ValidationError(f"metadata must be a dict, got {type_name(metadata)}")
-        raw = text if text is not None else content
-        assert raw is not None
-        if not raw.strip():
-            raise ValidationError("text must not be empty")
-        method = "given"
-        if content is None:
-            encoded = await self.encoder.encode(raw, type=type)
-            content, method = encoded.content, encoded.method
-            if content == raw:
-                method = "verbatim"  # short, clean input: nothing to summarise
-        return MemoryItem(
-            id=new_id(),
-            type=type,
-            timestamp=self._clock() if timestamp is None else check_timestamp(timestamp),
-            content=content,
-            text=raw,
-            metadata=dict(metadata or {}),
-            scope=scope,
-            tags=check_tags(tags),
-            ttl_ms=ttl_ms,
-            content_method=method,
-        )
-
     async def add(
         self,
         text: str | None = None,
@@ -351,7 +306,9 @@ class Memory:
         Raises ValidationError on bad input, leaving the store unchanged.
         """
         self._check_open()
-        item = await self._build(text, content, type, metadata, tags, scope, ttl_ms, timestamp)
+        item = await build_item(
+            self.encoder, self._clock, text, content, type, metadata, tags, scope, ttl_ms, timestamp
+        )
         async with self._lock:
             self._check_open()
             await self.kv.put_many([(schema.mem_key(item.id), item.to_json().encode())])
@@ -367,21 +324,14 @@ class Memory:
         for i, entry in enumerate(entries):
             if not isinstance(entry, Mapping):
                 raise ValidationError(f"entry {i} must be a dict of add() arguments")
-            unknown = set(entry) - {
-                "text",
-                "content",
-                "type",
-                "metadata",
-                "tags",
-                "scope",
-                "ttl_ms",
-                "timestamp",
-            }
+            unknown = set(entry) - ADD_FIELDS
             if unknown:
                 raise ValidationError(f"entry {i} has unknown keys: {', '.join(sorted(unknown))}")
             try:
                 items.append(
-                    await self._build(
+                    await build_item(
+                        self.encoder,
+                        self._clock,
                         entry.get("text"),
                         entry.get("content"),
                         entry.get("type", "message"),
@@ -539,7 +489,7 @@ class Memory:
             raise ValidationError(
                 "clear() needs a filter (scope, tags, type, since_ms, until_ms) or all=True"
             )
-        match = self._matcher(scope, tags, type, since_ms, until_ms)
+        match = item_matcher(scope, tags, type, since_ms, until_ms)
         async with self._lock:
             ids = [i.id for i in self._catalog if match(i)]
             return await self._delete_ids(ids)
@@ -577,61 +527,24 @@ class Memory:
                 await self._drop_vectors([i.id for i in chunk])
             return len(old)
 
-    # --- encoder stage 2 (background) ------------------------------------------------
+    # --- background work (encoder stage 2, embeddings) --------------------------------
 
     def _queue_refine(self, item: MemoryItem) -> None:
-        if self.refiner is not None and item.content_method != "given":
-            self._refine_queue.put_nowait(item.id)
+        if self._refine is not None:
+            self._refine.queue(item)
 
     def _cancel_refine(self, item_id: str) -> None:
-        if self._refining is not None and self._refining[0] == item_id:
-            self._refining[1].cancel()
+        if self._refine is not None:
+            self._refine.cancel(item_id)
+
+    async def _write_refined(self, item: MemoryItem) -> None:
+        await self.kv.put_many([(schema.mem_key(item.id), item.to_json().encode())])
+        self._catalog.put(item)
 
     async def refine_idle(self) -> None:
         """Wait until the refiner has worked through everything queued so far."""
-        await self._refine_queue.join()
-
-    async def _refine_loop(self) -> None:
-        assert self.refiner is not None
-        while True:
-            item_id = await self._refine_queue.get()
-            try:
-                await self._refine_one(item_id)
-            except Exception:
-                log.exception("background refinement of %s failed; keeping stage 1", item_id)
-            finally:
-                self._refining = None
-                self._refine_queue.task_done()
-
-    async def _refine_one(self, item_id: str) -> None:
-        assert self.refiner is not None
-        item = self._catalog.get(item_id)
-        if item is None or item.content_method in ("given", self.refiner.method):
-            return  # deleted, archived, written by the user, or already refined
-        job = asyncio.ensure_future(self.refiner.refine(item.text, item.content, type=item.type))
-        self._refining = (item_id, job)
-        try:
-            content = await job
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise  # close(): stop the loop
-            return  # the item was deleted while the model worked
-        if not content:
-            return
-        async with self._lock:
-            current = self._catalog.get(item_id)
-            # Only replace what stage 1 wrote: a user edit in the meantime wins.
-            if current is None or current.content != item.content or current.text != item.text:
-                return
-            try:
-                refined = replace(current, content=content, content_method=self.refiner.method)
-            except ValidationError as exc:
-                log.warning("refiner output for %s rejected: %s", item_id, exc)
-                return
-            await self.kv.put_many([(schema.mem_key(item_id), refined.to_json().encode())])
-            self._catalog.put(refined)
-        self._notify("refined", item_id)
+        if self._refine is not None:
+            await self._refine.idle()
 
     def _notify(self, kind: str, item_id: str) -> None:
         for fn in list(self.listeners):
@@ -640,56 +553,18 @@ class Memory:
             except Exception:
                 log.exception("change listener failed")
 
-    # --- embeddings (background) -------------------------------------------------------
-
-    EMBED_BATCH = 32
-
     def _queue_embed(self, item_id: str) -> None:
-        if self.vectors is not None:
-            self._embed_queue.put_nowait(item_id)
+        if self._dense is not None:
+            self._dense.queue(item_id)
 
     async def _drop_vectors(self, ids: Sequence[str]) -> None:
-        """Delete vectors of deleted items (caller holds the lock). A crash between the item
-        delete and this leaves an orphan vector, which is never returned: retrieval only
-        ranks ids the catalog knows."""
-        if self.vectors is not None:
-            doomed = [i for i in ids if i in self.vectors]
-            if doomed:
-                await self.vectors.delete(doomed)
+        if self._dense is not None:
+            await self._dense.drop(ids)
 
     async def embed_idle(self) -> None:
         """Wait until every queued item has been embedded."""
-        await self._embed_queue.join()
-
-    async def _embed_loop(self) -> None:
-        assert self.embedder is not None and self.vectors is not None
-        while True:
-            ids = [await self._embed_queue.get()]
-            while len(ids) < self.EMBED_BATCH and not self._embed_queue.empty():
-                ids.append(self._embed_queue.get_nowait())
-            try:
-                await self._embed_batch(list(dict.fromkeys(ids)))
-            except Exception:
-                log.exception("background embedding of %d item(s) failed", len(ids))
-            finally:
-                for _ in ids:
-                    self._embed_queue.task_done()
-
-    async def _embed_batch(self, ids: list[str]) -> None:
-        assert self.embedder is not None and self.vectors is not None
-        items = [i for i in (self._catalog.get(x) for x in ids) if i is not None]
-        if not items:
-            return
-        vectors = await self.embedder.embed([i.text for i in items])
-        async with self._lock:
-            # Keep only items still there with the text that was embedded.
-            keep = [
-                j
-                for j, i in enumerate(items)
-                if (now := self._catalog.get(i.id)) is not None and now.text == i.text
-            ]
-            if keep:
-                await self.vectors.upsert([items[j].id for j in keep], vectors[keep])
+        if self._dense is not None:
+            await self._dense.idle()
 
     # --- reading ----------------------------------------------------------------------
 
@@ -708,33 +583,6 @@ class Memory:
         self._check_open()
         return self._live(id)
 
-    def _matcher(
-        self,
-        scope: str | Sequence[str] | None,
-        tags: Sequence[str] | None,
-        type: str | Sequence[str] | None,
-        since_ms: int | None,
-        until_ms: int | None,
-    ) -> Callable[[MemoryItem], bool]:
-        scopes = None if scope is None else {check_scope(s) for s in _as_strings("scope", scope)}
-        types = None if type is None else set(_as_strings("type", type))
-        if types is not None and not types <= set(MEMORY_TYPES):
-            raise ValidationError(f"type must be among {', '.join(MEMORY_TYPES)}")
-        tagset = None if tags is None else set(check_tags(tags))
-        since = None if since_ms is None else check_timestamp(since_ms, "since_ms")
-        until = None if until_ms is None else check_timestamp(until_ms, "until_ms")
-
-        def match(item: MemoryItem) -> bool:
-            return (
-                (scopes is None or item.scope in scopes)
-                and (types is None or item.type in types)
-                and (tagset is None or not tagset.isdisjoint(item.tags))
-                and (since is None or item.timestamp >= since)
-                and (until is None or item.timestamp <= until)
-            )
-
-        return match
-
     async def list(
         self,
         *,
@@ -751,7 +599,7 @@ class Memory:
             not isinstance(limit, int) or isinstance(limit, bool) or limit < 0
         ):
             raise ValidationError("limit must be None or an int >= 0")
-        match = self._matcher(scope, tags, type, since_ms, until_ms)
+        match = item_matcher(scope, tags, type, since_ms, until_ms)
         now = self._clock()
         found = [i for i in self._catalog if match(i) and not i.is_expired(now)]
         found.sort(key=lambda i: (i.timestamp, i.id), reverse=True)
@@ -768,10 +616,11 @@ class Memory:
         condense: bool = True,
     ) -> Retrieval:
         """The memories that matter for ``query``, best first, within ``max_items`` and
-        ``max_tokens``. ``strategy`` adds filters and weights (see ``pymemory.retrieval.strategies``);
-        ``trace=True`` also returns every candidate with its scores and why it was cut.
-        ``condense``: a memory over the remaining budget goes in with a shorter summary
-        when one fits (``ScoredMemory.condensed``; the stored item is unchanged)."""
+        ``max_tokens``. ``strategy`` adds filters and weights (see
+        ``pymemory.retrieval.strategies``); ``trace=True`` also returns every candidate with
+        its scores and why it was cut. ``condense``: a memory over the remaining budget goes
+        in with a shorter summary when one fits (``ScoredMemory.condensed``; the stored item
+        is unchanged)."""
         self._check_open()
         if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
             raise ValidationError(f"query must be a string of at most {MAX_QUERY_CHARS} chars")
@@ -799,24 +648,9 @@ class Memory:
     async def _dense_candidates(
         self, query: str, depth: int
     ) -> tuple[tuple[np.ndarray, np.ndarray] | None, tuple[str, ...]]:
-        """(catalog slots, cosine) of the ``depth`` nearest items, and notes for the trace."""
-        if self.vectors is None or self.embedder is None:
+        if self._dense is None:
             return None, ("dense retrieval off: no embedder; ranked by BM25",)
-        if not query.strip():
-            return None, ()
-        try:
-            query_vec = (await self.embedder.embed([query]))[0]
-        except Exception as exc:  # the model failing must not break retrieval
-            log.exception("query embedding failed; BM25 only")
-            return None, (f"dense retrieval failed ({type(exc).__name__}); ranked by BM25",)
-        slot_of = self._catalog.slot_of
-        hits = [(slot_of[i], s) for i, s in self.vectors.search(query_vec, depth) if i in slot_of]
-        missing = max(0, len(self._catalog) - len(self.vectors))  # each vector: a live item
-        notes = (f"{missing} item(s) not embedded yet: ranked by BM25 only",) if missing else ()
-        return (
-            np.array([h[0] for h in hits], dtype=np.int64),
-            np.array([h[1] for h in hits], dtype=np.float64),
-        ), notes
+        return await self._dense.candidates(query, depth)
 
     async def search_archive(self, query: str = "", *, limit: int = 10) -> list[ArchivedItem]:
         """Search the archive (loaded from the store on demand). Empty query: newest first."""
@@ -825,17 +659,7 @@ class Memory:
             raise ValidationError("search_archive(query: str, limit: int)")
         if limit < 0:
             raise ValidationError("limit must be >= 0")
-        archived = [
-            ArchivedItem.from_dict(loads(raw)) async for _, raw in iter_prefix(self.kv, schema.ARC)
-        ]
-        terms = analyze(query)
-        if not terms:
-            archived.sort(key=lambda a: (a.timestamp, a.id), reverse=True)
-            return archived[:limit]
-        index = Bm25Index()
-        for slot, a in enumerate(archived):
-            index.add(slot, analyze(a.content))
-        return [archived[slot] for slot, _ in index.top_k(terms, limit)]
+        return await search_archive(self.kv, query, limit)
 
     async def stats(self) -> dict[str, Any]:
         """Counts for dashboards and the CLI."""
@@ -865,12 +689,12 @@ class Memory:
         order), each line ending in a newline. ``import_`` of it round-trips exactly."""
         self._check_open()
         await self.flush()
-        yield dumps({"format": EXPORT_FORMAT, "version": EXPORT_VERSION}) + "\n"
+        yield header_line()
         for prefix, kind in ((schema.MEM, "memory"), (schema.ARC, "archived")):
             async for key, raw in iter_prefix(self.kv, prefix):
                 if key in self._corrupt_keys:
                     continue
-                yield dumps({"kind": kind, "item": loads(raw)}) + "\n"
+                yield record_line(kind, raw)
 
     async def import_(
         self,
@@ -892,7 +716,7 @@ class Memory:
             raise ValidationError("chunk_size must be an int >= 1")
         if isinstance(lines, str):
             lines = lines.splitlines()
-        memories, archived = _parse_export(lines)
+        memories, archived = parse_export(lines)
         async with self._lock:
             existing_arc = {k[len(schema.ARC) :] async for k, _ in iter_prefix(self.kv, schema.ARC)}
             taken = [
@@ -946,56 +770,3 @@ class Memory:
             skipped=len(skip),
             archived=sum(isinstance(r, ArchivedItem) for r in records),
         )
-
-
-def _parse_export(lines: Iterable[str]) -> tuple[list[MemoryItem], list[ArchivedItem]]:
-    memories: list[MemoryItem] = []
-    archived: list[ArchivedItem] = []
-    seen: set[str] = set()
-    header = False
-    for n, line in enumerate(lines, start=1):
-        if not isinstance(line, str):
-            raise ImportFormatError("lines must be strings", n)
-        if not line.strip():
-            continue
-        try:
-            record = loads(line)
-        except ValidationError as exc:
-            raise ImportFormatError(str(exc), n) from None
-        if not header:
-            if record != {"format": EXPORT_FORMAT, "version": EXPORT_VERSION}:
-                raise ImportFormatError(
-                    f'the first line must be {{"format":"{EXPORT_FORMAT}","version":1}}', n
-                )
-            header = True
-            continue
-        if not isinstance(record, dict) or set(record) != {"kind", "item"}:
-            raise ImportFormatError('each record is {"kind": ..., "item": {...}}', n)
-        try:
-            if record["kind"] == "memory":
-                parsed: MemoryItem | ArchivedItem = MemoryItem.from_dict(record["item"])
-                memories.append(parsed)
-            elif record["kind"] == "archived":
-                parsed = ArchivedItem.from_dict(record["item"])
-                archived.append(parsed)
-            else:
-                raise ValidationError(f"unknown record kind {record['kind']!r}")
-        except ValidationError as exc:
-            raise ImportFormatError(str(exc), n) from None
-        if parsed.id in seen:
-            raise ImportFormatError(f"id {parsed.id} appears twice", n)
-        seen.add(parsed.id)
-    if not header:
-        raise ImportFormatError("empty import: no header line", 1)
-    return memories, archived
-
-
-def _as_strings(name: str, value: str | Sequence[str]) -> list[str]:
-    values = [value] if isinstance(value, str) else value
-    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
-        raise ValidationError(f"{name} must be a string or a list of strings")
-    return list(values)
-
-
-def type_name(value: object) -> str:
-    return type(value).__name__

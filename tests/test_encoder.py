@@ -16,9 +16,9 @@ from pymemory.encoder import (
     Encoded,
     Encoder,
     RuleEncoder,
-    _split_sentences,
     split_sentences,
 )
+from pymemory.encoder.sentences import _split_sentences
 from pymemory.errors import ValidationError
 
 ENC = RuleEncoder()

@@ -377,7 +377,9 @@ async def test_load_embedder(monkeypatch):
     import pymemory.models.embedding as embedding
 
     monkeypatch.setattr(embedding, "_missing_model_for_test", missing_model, raising=False)
-    monkeypatch.setitem(EMBEDDERS, "minilm", ("pymemory.models.embedding", "_missing_model_for_test"))
+    monkeypatch.setitem(
+        EMBEDDERS, "minilm", ("pymemory.models.embedding", "_missing_model_for_test")
+    )
     with pytest.raises(EmbedderUnavailableError, match="could not load"):
         await load_embedder("minilm")
 

@@ -8,15 +8,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymemory.errors import PymemoryError, StorageError, ValidationError
-from pymemory.retrieval import vectors
+from pymemory.retrieval import vectors, vectors_kv
 from pymemory.retrieval.vectors import (
     DTYPES,
     InMemoryVectorStore,
-    KvVectorStore,
     VectorStore,
-    decode_vector,
-    encode_vector,
 )
+from pymemory.retrieval.vectors_kv import KvVectorStore, decode_vector, encode_vector
 from pymemory.storage import MapKv
 from pymemory.storage.sqlite import SqliteKv
 
@@ -359,7 +357,7 @@ async def test_kv_store_loads_in_chunks_like_in_one_go(monkeypatch):
     await store.upsert(ids, unit_rows(11))
     await kv.put_many([("vec:m05x", b"garbage")])
     whole = await KvVectorStore.open(kv, DIM, "int8")
-    monkeypatch.setattr(vectors, "LOAD_CHUNK", 3)  # 12 records: four chunks, one corrupt
+    monkeypatch.setattr(vectors_kv, "LOAD_CHUNK", 3)  # 12 records: four chunks, one corrupt
     chunked = await KvVectorStore.open(kv, DIM, "int8")
     assert chunked.ids() == whole.ids() == ids
     assert chunked.corrupt_keys == whole.corrupt_keys == ["vec:m05x"]

@@ -6,7 +6,8 @@ IndexedDB store in the browser), next to its memories, under their own key prefi
 (``blk:``, ``ns:``, ``fs:``, ``mt:``, ``ckpt:``, ``obs:``), so they survive a page reload.
 The worker keeps ONE instance of each primitive per (database, id): a block set per
 ``setId``, an observer per ``sessionId``, and one structured memory, checkpointer,
-``memory`` tool and ``memory_kv`` tool per database. They share the Memory's clock.
+``memory`` tool and ``memory_kv`` tool per database (:mod:`.agent_state`). They share the
+Memory's clock. The JS shapes and parameter checks are in :mod:`.agent_wire`.
 
 Methods (parameters and results in the JS naming; ``?`` marks an optional parameter):
 
@@ -54,45 +55,40 @@ list of messages; a scan may start in the background);
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..agent.blocks import (
-    DEFAULT_MAX_BLOCKS,
-    MemoryBlock,
-    MemoryBlockSet,
-    block_key,
-    core_memory_tools,
-)
-from ..agent.checkpoint import Checkpoint, KvCheckpointer
-from ..agent.llm import AnthropicModel, OpenAIChatModel, RuleObserver
+from ..agent.blocks import DEFAULT_MAX_BLOCKS, MemoryBlockSet, block_key, core_memory_tools
+from ..agent.llm import RuleObserver
 from ..agent.llm.base import excerpt, parse_arguments
-from ..agent.memory_tool import (
-    AnthropicMemoryTool,
-    create_anthropic_memory_tool,
-    create_memory_tool,
-)
-from ..agent.observational import Observation, ObservationalMemory
-from ..agent.structured import Entry, StructuredMemory
+from ..agent.memory_tool import AnthropicMemoryTool
+from ..agent.observational import ObservationalMemory
 from ..agent.tools import ToolResult, ToolSet
 from ..errors import NotFoundError, PymemoryError, ValidationError
-from .api import _params
+from .agent_state import _close_model, _DbAgents, _Observer
+from .agent_wire import (
+    _block_in,
+    _bool,
+    _int,
+    _session_id,
+    _str,
+    block_js,
+    blockset_js,
+    checkpoint_js,
+    entry_js,
+    error_js,
+    make_observer_model,
+    observation_js,
+    tool_result_js,
+)
+from .params import _params
 
 if TYPE_CHECKING:
-    from ..memory import Memory
     from .api import RpcApi
-
-log = logging.getLogger("pymemory")
 
 Handler = Callable[[str, Any], Awaitable[Any]]
 CORE_TOOLS = ("core_memory_append", "core_memory_replace")
-MAX_SESSION_ID_CHARS = 128
-BLOCK_FIELDS = {"label", "value", "limit", "description", "readOnly"}
 
 
 class AgentCallError(PymemoryError):
@@ -101,212 +97,6 @@ class AgentCallError(PymemoryError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-# --- JS shapes ----------------------------------------------------------------------------
-
-
-def block_js(block: MemoryBlock) -> dict[str, Any]:
-    return {
-        "label": block.label,
-        "value": block.value,
-        "limit": block.limit,
-        "description": block.description,
-        "readOnly": block.read_only,
-        "chars": block.chars,
-    }
-
-
-def blockset_js(set_id: str, blocks: MemoryBlockSet) -> dict[str, Any]:
-    return {
-        "setId": set_id,
-        "maxBlocks": blocks.max_blocks,
-        "revision": blocks.revision,
-        "blocks": [block_js(b) for b in blocks.list()],
-    }
-
-
-def entry_js(entry: Entry) -> dict[str, Any]:
-    return {
-        "namespace": entry.namespace,
-        "key": entry.key,
-        "value": entry.value,
-        "version": entry.version,
-        "validFrom": entry.valid_from,
-        "validTo": entry.valid_to,
-        "expiresAt": entry.expires_at,
-        "metadata": entry.metadata,
-    }
-
-
-def checkpoint_js(cp: Checkpoint) -> dict[str, Any]:
-    return {
-        "runId": cp.run_id,
-        "seq": cp.seq,
-        "createdAtMs": cp.created_at_ms,
-        "state": cp.state,
-        "metadata": cp.metadata,
-    }
-
-
-def observation_js(obs: Observation) -> dict[str, Any]:
-    return {
-        "seqId": obs.seq_id,
-        "createdAtMs": obs.created_at_ms,
-        "text": obs.text,
-        "priority": obs.priority,
-        "coversSteps": {"from": obs.covers_steps.first, "to": obs.covers_steps.last},
-    }
-
-
-def tool_result_js(result: ToolResult) -> dict[str, Any]:
-    return {"content": result.content, "artifact": result.artifact, "isError": result.is_error}
-
-
-def error_js(exc: BaseException | None) -> dict[str, str] | None:
-    if exc is None:
-        return None
-    if isinstance(exc, PymemoryError):
-        code = exc.code
-    elif isinstance(exc, ValueError):  # e.g. an empty observation: the model's answer
-        code = "llm_error"
-    else:
-        code = "internal"
-    return {"code": code, "message": str(exc) or type(exc).__name__}
-
-
-# --- parameter checks -----------------------------------------------------------------------
-
-
-def _str(name: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
-    return value
-
-
-def _int(name: str, value: object, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValidationError(f"{name} must be an integer >= {low}, got {value!r}")
-    return value
-
-
-def _bool(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise ValidationError(f"{name} must be a boolean, got {value!r}")
-    return value
-
-
-def _session_id(value: object) -> str:
-    _str("sessionId", value)
-    if not value or len(value) > MAX_SESSION_ID_CHARS:  # type: ignore[arg-type]
-        raise ValidationError(f"sessionId must be 1-{MAX_SESSION_ID_CHARS} characters")
-    return value  # type: ignore[return-value]
-
-
-def _block_in(index: int, raw: object) -> MemoryBlock:
-    if not isinstance(raw, dict):
-        raise ValidationError(f"blocks[{index}] must be an object")
-    try:
-        p = _params(raw, BLOCK_FIELDS, {"label"})
-        return MemoryBlock(**{("read_only" if k == "readOnly" else k): v for k, v in p.items()})
-    except ValidationError as exc:
-        raise ValidationError(f"blocks[{index}]: {exc}") from None
-
-
-def _url(name: str, value: object) -> str:
-    _str(name, value)
-    if not value.startswith(("http://", "https://")):  # type: ignore[union-attr]
-        raise ValidationError(f"{name} must be an http(s) URL, got {value!r}")
-    return value  # type: ignore[return-value]
-
-
-def _timeout(p: Mapping[str, Any]) -> float | None:
-    if p.get("timeoutMs") is None:
-        return None
-    return _int("timeoutMs", p["timeoutMs"], 1) / 1000
-
-
-def make_observer_model(spec: object) -> tuple[Any, dict[str, Any]]:
-    """The observer model for a ``model`` parameter, and its description (no API key)."""
-    if not isinstance(spec, dict):
-        raise ValidationError('model must be an object such as {"kind": "rules"}')
-    kind = spec.get("kind")
-    if kind == "rules":
-        p = _params(spec, {"kind", "maxChars"})
-        if "maxChars" in p:
-            model = RuleObserver(max_chars=_int("maxChars", p["maxChars"], 1))
-        else:
-            model = RuleObserver()
-        return model, {"kind": "rules"}
-    if kind == "openai":
-        fields = {"kind", "baseUrl", "apiKey", "model", "provider", "timeoutMs"}
-        p = _params(spec, fields, {"kind", "baseUrl", "model"})
-        api_key = p.get("apiKey")
-        if api_key is not None:
-            _str("apiKey", api_key)
-        model = OpenAIChatModel(
-            _url("baseUrl", p["baseUrl"]),
-            api_key,
-            _str("model", p["model"]),
-            provider=_str("provider", p.get("provider", "openai")),
-            timeout=_timeout(p),
-        )
-        return model, {"kind": "openai", "baseUrl": p["baseUrl"], "model": p["model"]}
-    if kind == "anthropic":
-        fields = {"kind", "baseUrl", "apiKey", "model", "timeoutMs"}
-        p = _params(spec, fields, {"kind", "model"})
-        api_key = p.get("apiKey")
-        if api_key is not None:
-            _str("apiKey", api_key)
-        base = _url("baseUrl", p.get("baseUrl", "https://api.anthropic.com"))
-        model = AnthropicModel(base, api_key, _str("model", p["model"]), timeout=_timeout(p))
-        return model, {"kind": "anthropic", "baseUrl": base, "model": p["model"]}
-    raise ValidationError(f'model.kind must be "openai", "anthropic" or "rules", got {kind!r}')
-
-
-async def _close_model(model: Any) -> None:
-    close = getattr(model, "close", None)
-    if close is not None:
-        try:
-            await close()
-        except Exception:  # best effort: a transport that will not close is not fatal
-            log.warning("could not close an observer model", exc_info=True)
-
-
-# --- per-database state ---------------------------------------------------------------------
-
-
-@dataclass
-class _Observer:
-    memory: ObservationalMemory
-    model: Any
-    info: dict[str, Any]
-    reported: BaseException | None = None  # the last error a flush already reported
-
-
-class _DbAgents:
-    """The primitives of one database, over its Memory's KV store."""
-
-    def __init__(self, memory: Memory) -> None:
-        self.memory = memory
-        self.kv = memory.kv
-        self.clock = memory.clock  # share the Memory's notion of now (injected in tests)
-        timed = {"clock": self.clock}
-        self.lock = asyncio.Lock()  # serialises opening block sets
-        self.blocksets: dict[str, MemoryBlockSet] = {}
-        self.toolsets: dict[str | None, ToolSet] = {}
-        self.observers: dict[str, _Observer] = {}
-        self.structured = StructuredMemory(self.kv, **timed)
-        self.checkpoints = KvCheckpointer(self.kv, **timed)
-        self.memory_tool: AnthropicMemoryTool = create_anthropic_memory_tool(self.kv)
-        self.kv_tool = create_memory_tool(self.kv, clock=self.clock)
-
-    async def close(self) -> None:
-        for observer in list(self.observers.values()):
-            with contextlib.suppress(Exception):
-                await observer.memory.flush()
-            await _close_model(observer.model)
-        self.observers.clear()
 
 
 class AgentRpc:

@@ -22,6 +22,8 @@ from ..models.embedding import EmbedderUnavailableError, HashingEmbedder
 from ..retrieval.pipeline import Candidate, Retrieval, ScoredMemory
 from ..storage import KvBackend
 from ..storage.conformance import run_conformance
+from .agent_api import agent_handler, close_agents
+from .params import _params, _py
 
 log = logging.getLogger("pymemory")
 
@@ -104,29 +106,7 @@ def stats_js(stats: dict[str, Any]) -> dict[str, Any]:
     return {camel(k): v for k, v in stats.items()}
 
 
-def _params(params: Any, allowed: set[str], required: set[str] = frozenset()) -> dict[str, Any]:
-    if params is None:
-        params = {}
-    if not isinstance(params, dict):
-        raise ValidationError("parameters must be an object")
-    unknown = set(params) - allowed
-    if unknown:
-        raise ValidationError(
-            f"unknown parameter(s): {', '.join(sorted(unknown))}; allowed: "
-            f"{', '.join(sorted(allowed)) or 'none'}"
-        )
-    missing = required - set(params)
-    if missing:
-        raise ValidationError(f"missing parameter(s): {', '.join(sorted(missing))}")
-    return params
-
-
 ADD_FIELDS = {"text", "content", "type", "metadata", "tags", "scope", "ttlMs", "timestamp"}
-PY_NAMES = {"ttlMs": "ttl_ms", "sinceMs": "since_ms", "untilMs": "until_ms"}
-
-
-def _py(params: dict[str, Any]) -> dict[str, Any]:
-    return {PY_NAMES.get(k, k): v for k, v in params.items()}
 
 
 class RpcApi:
@@ -152,9 +132,7 @@ class RpcApi:
                 raise ValidationError("dbName must be a non-empty string of at most 128 chars")
             handler = getattr(self, f"_m_{method}", None) if isinstance(method, str) else None
             if handler is None and isinstance(method, str) and "." in method:
-                from .agent_api import agent_handler  # blocks.*, tools.*, observer.*, ...
-
-                handler = agent_handler(self, method)
+                handler = agent_handler(self, method)  # blocks.*, tools.*, observer.*, ...
             if handler is None:
                 return _error("unknown_method", f"unknown method {method!r}")
             try:
@@ -194,8 +172,6 @@ class RpcApi:
             self.on_change(db, kind, item_id)
 
     async def close_all(self) -> None:
-        from .agent_api import close_agents
-
         await close_agents(self)
         for db in list(self._memories):
             await self._m_close(db, {})

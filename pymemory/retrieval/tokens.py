@@ -117,8 +117,7 @@ def o200k_ranks_path() -> Path | None:
     env = os.environ.get("PYMEMORY_O200K_RANKS")
     candidates = [Path(env)] if env else []
     candidates.append(
-        Path(__file__).resolve().parents[2]
-        / ".cache/models/tokenizers/o200k/o200k_base.tiktoken"
+        Path(__file__).resolve().parents[2] / ".cache/models/tokenizers/o200k/o200k_base.tiktoken"
     )
     return next((p for p in candidates if p.is_file()), None)
 

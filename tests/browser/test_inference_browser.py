@@ -174,7 +174,7 @@ import json
 import js
 import numpy as np
 
-from pymemory.browser import _tensor_js, _tensor_py
+from pymemory.browser.pyodide import _tensor_js, _tensor_py
 
 # What worker/ort-bridge.mjs does with a feed, and what it hands back for an output.
 bridge = js.eval('''(t) => {

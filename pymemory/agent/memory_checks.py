@@ -1,0 +1,132 @@
+"""What the memory tools accept: the ``/memories`` path rules and the argument checks.
+
+Shared by the two tools of :mod:`.memory_tool` and the ``memory_20250818`` commands of
+:mod:`.memory_commands`. A check that fails raises :class:`_Fail`, a refusal with a stable
+code that the tool turns into ``ToolResult(is_error=True)``;
+:func:`normalize_memory_path` raises ValidationError.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ValidationError
+
+MEMORY_ROOT = "/memories"
+MAX_PATH_BYTES = 1024
+MAX_SEGMENT_BYTES = 255
+MAX_DEPTH = 16  # segments below /memories
+
+_PERCENT_RE = re.compile(r"%[0-9A-Fa-f]{2}")
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+class _Fail(Exception):
+    """A refusal the model can act on: a stable ``code`` and a message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _forbidden_char(text: str) -> str | None:
+    for ch in text:
+        if ch in _BIDI or unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp"):
+            return f"U+{ord(ch):04X}"
+    return None
+
+
+def _shown(value: object, limit: int = 120) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def normalize_memory_path(path: str) -> str:
+    """``path`` as the canonical absolute path under ``/memories``, or ValidationError.
+
+    Accepts ``/memories`` and ``/memories/<segments>`` with one optional trailing slash;
+    the result is NFC-normalised with no trailing slash. Refuses anything outside the root
+    (``/etc``, ``/memories_x``, relative paths), ``.`` and ``..`` segments, empty segments,
+    backslashes, percent-encoded sequences (``%2e``, ``%2F``), control, bidi and line
+    separator characters, segments over 255 bytes, paths over 1024 bytes and more than
+    16 levels below the root.
+    """
+    if not isinstance(path, str):
+        raise ValidationError(f"path must be a string, got {type(path).__name__}")
+    if not path:
+        raise ValidationError(f"path is empty; use {MEMORY_ROOT} or a path under it")
+    if len(path) > MAX_PATH_BYTES:
+        raise ValidationError(f"path is longer than {MAX_PATH_BYTES} bytes")
+    bad = _forbidden_char(path)
+    if bad is not None:
+        raise ValidationError(f"path contains the control or invisible character {bad}")
+    if "\\" in path:
+        raise ValidationError("path contains a backslash; separate segments with '/'")
+    if _PERCENT_RE.search(path):
+        raise ValidationError(
+            "path contains a percent-encoded sequence such as %2e or %2F; "
+            "write the characters themselves"
+        )
+    path = unicodedata.normalize("NFC", path)
+    if len(path.encode("utf-8")) > MAX_PATH_BYTES:
+        raise ValidationError(f"path is longer than {MAX_PATH_BYTES} bytes")
+    if path != MEMORY_ROOT and not path.startswith(MEMORY_ROOT + "/"):
+        raise ValidationError(
+            f"path must be {MEMORY_ROOT} or start with {MEMORY_ROOT}/ "
+            f"(for example {MEMORY_ROOT}/notes.md)"
+        )
+    rest = path[len(MEMORY_ROOT) :]
+    if rest.endswith("/"):
+        rest = rest[:-1]
+    if not rest:
+        return MEMORY_ROOT
+    segments = rest[1:].split("/")
+    for segment in segments:
+        if not segment:
+            raise ValidationError("path has an empty segment ('//'); remove the extra slash")
+        if segment in (".", ".."):
+            raise ValidationError("path has a '.' or '..' segment; write the full path instead")
+        if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
+            raise ValidationError(f"a path segment is longer than {MAX_SEGMENT_BYTES} bytes")
+    if len(segments) > MAX_DEPTH:
+        raise ValidationError(f"path is more than {MAX_DEPTH} levels below {MEMORY_ROOT}")
+    return MEMORY_ROOT + "/" + "/".join(segments)
+
+
+# --- arguments ------------------------------------------------------------------------------
+
+
+def _str_arg(args: Mapping[str, Any], name: str, what: str, *, nonempty: bool = False) -> str:
+    value = args.get(name)
+    if not isinstance(value, str) or (nonempty and not value):
+        kind = "a non-empty string" if nonempty else "a string"
+        raise _Fail("invalid_input", f"`{name}` is required for {what} and must be {kind}.")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Fail("invalid_input", f"`{name}` is not valid Unicode text.") from None
+    return value
+
+
+def _int_arg(args: Mapping[str, Any], name: str, what: str) -> int:
+    value = args.get(name)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _Fail("invalid_input", f"`{name}` is required for {what} and must be an integer.")
+    return value
+
+
+def _check_size(text: str, limit: int, what: str) -> bytes:
+    data = text.encode("utf-8")
+    if len(data) > limit:
+        raise _Fail(
+            "too_large",
+            f"{what} would be {len(data):,} bytes; the limit is {limit:,} bytes. "
+            "Split it into smaller files or shorten it.",
+        )
+    return data

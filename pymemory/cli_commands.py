@@ -1,0 +1,259 @@
+"""The commands of the ``pymemory`` command line, one ``cmd_<name>`` coroutine each."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+from .cli_format import (
+    archive_rows,
+    block,
+    counts,
+    emit,
+    feedback_line,
+    fmt_time,
+    item_json,
+    item_rows,
+    plural,
+    show_item,
+    show_trace,
+    table,
+)
+from .memory import Memory
+from .retrieval.strategies import Strategy, by_scope, by_tag, by_type, compose, time_window
+from .retrieval.strategies import to_dict as strategy_dict
+
+EVAL_RETRIEVERS = ("bm25", "dense", "hybrid")
+
+
+async def cmd_add(memory: Memory, a: argparse.Namespace) -> None:
+    metadata = {"source": "cli", **dict(a.meta or [])}
+    item = await memory.add(
+        a.text,
+        content=a.content,
+        type=a.type,
+        metadata=metadata,
+        tags=a.tag or [],
+        scope=a.scope,
+        ttl_ms=a.ttl_ms,
+    )
+    if a.json:
+        emit(item_json(item))
+    else:
+        show_item(item, full=False)
+
+
+def search_strategy(a: argparse.Namespace) -> Strategy | None:
+    """The filters of ``search`` as one composed strategy (None: the default ranking)."""
+    parts: list[Strategy] = []
+    if a.tag:
+        parts.append(by_tag(a.tag))
+    if a.type:
+        parts.append(by_type(a.type))
+    if a.scope:
+        parts.append(by_scope(a.scope))
+    if a.hours is not None:
+        parts.append(time_window(a.hours))
+    return compose(parts) if parts else None
+
+
+async def cmd_search(memory: Memory, a: argparse.Namespace) -> None:
+    strategy = search_strategy(a)
+    r = await memory.retrieve(
+        a.query, strategy, max_items=a.max_items, max_tokens=a.max_tokens, trace=a.trace
+    )
+    if a.json:
+        out = r.to_dict()
+        for row, scored in zip(out["memories"], r.memories, strict=True):
+            row["item"] = item_json(scored.item)
+        out["strategy"] = None if strategy is None else strategy_dict(strategy)
+        emit(out)
+        return
+    print(
+        f"{plural(len(r.memories), 'memory', 'memories')} · "
+        f"{r.tokens_used}/{r.max_tokens} tokens ({r.token_counter}) · "
+        f"max {plural(r.max_items, 'item', 'items')} · ranked by {r.mode}"
+    )
+    for n, m in enumerate(r.memories, 1):
+        it = m.item
+        tags = f"  [{', '.join(it.tags)}]" if it.tags else ""
+        print(f"\n{n}. {it.id}  {it.type}  {it.scope}  {fmt_time(it.timestamp)}{tags}")
+        print(f"   {it.content}")
+        print(
+            f"   score {m.score:.3f} = bm25 {m.bm25:.3f} × decay {m.decay:.3f}"
+            f" × feedback {m.feedback_weight:g} · {m.tokens} tokens"
+        )
+    if r.trace is not None:
+        show_trace(r)
+
+
+async def cmd_list(memory: Memory, a: argparse.Namespace) -> None:
+    items = await memory.list(scope=a.scope, type=a.type, tags=a.tag, limit=a.limit)
+    if a.json:
+        emit([item_json(i) for i in items])
+    elif not items:
+        print("no memories")
+    else:
+        table(["id", "created", "type", "scope", "tags", "content"], item_rows(items))
+
+
+async def cmd_get(memory: Memory, a: argparse.Namespace) -> None:
+    item = await memory.get(a.id)
+    if a.json:
+        emit(item_json(item))
+    else:
+        show_item(item, full=True)
+
+
+async def cmd_forget(memory: Memory, a: argparse.Namespace) -> None:
+    if a.ids:
+        ids = list(dict.fromkeys(a.ids))
+        for id in ids:  # every id must exist before anything is deleted
+            await memory.get(id)
+        for id in ids:
+            await memory.delete(id)
+        removed = len(ids)
+    else:
+        removed = await memory.clear(
+            scope=a.scope,
+            tags=a.tag,
+            type=a.type,
+            since_ms=a.since,
+            until_ms=a.until,
+            all=a.all,
+        )
+    if a.json:
+        emit({"removed": removed})
+    elif a.all:
+        print(f"forgot everything: {plural(removed, 'record', 'records')} (memories and archive)")
+    else:
+        print(f"forgot {plural(removed, 'memory', 'memories')}")
+
+
+async def cmd_feedback(memory: Memory, a: argparse.Namespace) -> None:
+    await memory.feedback(a.id, a.kind)
+    item = await memory.get(a.id)
+    if a.json:
+        emit({"id": a.id, "kind": a.kind, "feedback": item.to_dict()["feedback"]})
+    else:
+        print(f"{a.kind}: {a.id} ({feedback_line(item)})")
+
+
+async def cmd_archive(memory: Memory, a: argparse.Namespace) -> None:
+    if a.older_than is not None:
+        moved = await memory.archive_older_than(a.older_than)
+        if a.json:
+            emit({"archived": moved, "older_than_days": a.older_than})
+        else:
+            print(
+                f"archived {plural(moved, 'memory', 'memories')} older than {a.older_than:g} "
+                "days (memories marked important stay)"
+            )
+        return
+    found = await memory.search_archive(a.search, limit=a.limit)
+    if a.json:
+        emit([f.to_dict() for f in found])
+    elif not found:
+        print("no archived memories match")
+    else:
+        table(["id", "created", "type", "content"], archive_rows(found))
+
+
+async def cmd_export(memory: Memory, a: argparse.Namespace) -> None:
+    if a.file in (None, "-"):
+        async for line in memory.export():
+            sys.stdout.write(line)
+        return
+    path = Path(a.file)
+    tmp = path.with_name(path.name + ".tmp")
+    kinds: Counter[str] = Counter()
+    try:  # write beside the target and rename, so a failed export never clobbers a file
+        with tmp.open("w", encoding="utf-8", newline="") as f:
+            async for line in memory.export():
+                f.write(line)
+                kinds[json.loads(line).get("kind", "header")] += 1
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    if a.json:
+        emit({"file": str(path), "memories": kinds["memory"], "archived": kinds["archived"]})
+    else:
+        print(
+            f"exported {plural(kinds['memory'], 'memory', 'memories')} and "
+            f"{kinds['archived']} archived to {path}"
+        )
+
+
+async def cmd_import(memory: Memory, a: argparse.Namespace) -> None:
+    result = await memory.import_(a.data, on_conflict=a.on_conflict)
+    if a.json:
+        emit(
+            {
+                "added": result.added,
+                "replaced": result.replaced,
+                "skipped": result.skipped,
+                "archived": result.archived,
+            }
+        )
+    else:
+        print(
+            f"imported {a.file}: {result.added} added, {result.replaced} replaced, "
+            f"{result.skipped} skipped ({result.archived} of them archived)"
+        )
+
+
+async def cmd_stats(memory: Memory, a: argparse.Namespace) -> None:
+    s = await memory.stats()
+    if a.json:
+        emit({"db": str(a.db), **s})
+        return
+    block(
+        [
+            ("db", str(a.db)),
+            ("memories", str(s["items"])),
+            ("archived", str(s["archived"])),
+            ("expired", f"{s['expired_pending_sweep']} (not yet swept)"),
+            ("by type", counts(s["by_type"])),
+            ("by scope", counts(s["by_scope"])),
+            ("content by", counts(s["by_method"])),
+            ("oldest", fmt_time(s["oldest_ms"])),
+            ("newest", fmt_time(s["newest_ms"])),
+            ("unreadable", str(s["unreadable_records"])),
+            ("schema", f"v{s['schema_version']}"),
+            ("tokens", f"{s['token_counter']} counter"),
+        ]
+    )
+
+
+async def cmd_eval(memory: Memory | None, a: argparse.Namespace) -> None:
+    """Run a shipped evaluation suite (no store is opened: each run uses a fresh memory)."""
+    from .evals.harness import REPORT_HEADERS, report_rows, run_suite
+    from .evals.suites import load_suite
+    from .models.embedding import load_embedder
+
+    suite = load_suite(a.suite)
+    names = EVAL_RETRIEVERS if a.retriever == "all" else (a.retriever,)
+    embedder = None
+    if any(name != "bm25" for name in names):
+        embedder = await load_embedder(a.embedder)
+    reports = [await run_suite(suite, name, embedder) for name in names]
+    if a.json:
+        emit({"suite": suite.name, "reports": [r.to_dict() for r in reports]})
+        return
+    first = reports[0]
+    print(
+        f"{suite.name}: {plural(first.turns, 'turn', 'turns')} "
+        f"({first.turn_tokens:,} tokens), {plural(len(suite.questions), 'question', 'questions')}"
+        f" · top {first.k} · embedder {embedder.name if embedder else '-'}"
+    )
+    for report in reports:
+        print()
+        table(REPORT_HEADERS, report_rows(report), right=range(2, len(REPORT_HEADERS)))
+    print(
+        "\nR@n: share of each question's evidence in the top n · MRR: first gold turn · "
+        "AUROC: top score separates answerable from abstention questions"
+    )

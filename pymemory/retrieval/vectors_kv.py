@@ -1,0 +1,266 @@
+"""Vectors persisted in a KvBackend: the ``vec:`` record codec and :class:`KvVectorStore`.
+
+The in-memory index, its layout and its measurements are in :mod:`.vectors`; this module
+adds the on-disk format of one vector record (:func:`encode_vector`, :func:`decode_vector`)
+and the store that keeps one such record per vector in any
+:class:`~pymemory.storage.KvBackend`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import struct
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import PymemoryError, ValidationError
+from ..storage.base import MAX_KEY_CHARS, KvBackend, check_key, iter_prefix
+from .vectors import _NP_DTYPE, DType, InMemoryVectorStore, _check_id, _quantize
+
+__all__ = ["KvVectorStore", "decode_vector", "encode_vector"]
+
+log = logging.getLogger("pymemory")
+
+LOAD_CHUNK = 4096  # records decoded at a time when a KvVectorStore loads
+
+
+# --- codec ------------------------------------------------------------------------------
+
+_MAGIC = b"PV"
+_VERSION = 1
+_CODE = {"float32": 0, "float16": 1, "int8": 2}
+_DTYPE_OF_CODE = {v: k for k, v in _CODE.items()}
+_HEADER = struct.Struct("<2sBBH")  # magic, version, dtype code, dim
+_ITEMSIZE = {"float32": 4, "float16": 2, "int8": 1}
+
+
+def encode_vector(row: np.ndarray, scale: float, dtype: str) -> bytes:
+    """One stored row as bytes: a 6-byte header, the int8 scale (int8 only), the row."""
+    header = _HEADER.pack(_MAGIC, _VERSION, _CODE[dtype], row.shape[0])
+    body = np.ascontiguousarray(row, dtype=np.dtype(_NP_DTYPE[dtype]).newbyteorder("<"))
+    if dtype == "int8":
+        return header + struct.pack("<f", scale) + body.tobytes()
+    return header + body.tobytes()
+
+
+def decode_vector(raw: bytes) -> tuple[str, np.ndarray, float]:
+    """Bytes from :func:`encode_vector` -> ``(dtype, row, scale)``; ValidationError if bad."""
+    if len(raw) < _HEADER.size:
+        raise ValidationError("vector record too short")
+    magic, version, code, dim = _HEADER.unpack_from(raw)
+    if magic != _MAGIC or version != _VERSION or code not in _DTYPE_OF_CODE:
+        raise ValidationError("not a pymemory vector record (bad header)")
+    dtype = _DTYPE_OF_CODE[code]
+    offset = _HEADER.size
+    scale = 1.0
+    if dtype == "int8":
+        if len(raw) < offset + 4:
+            raise ValidationError("vector record too short")
+        (scale,) = struct.unpack_from("<f", raw, offset)
+        offset += 4
+    if len(raw) != offset + dim * _ITEMSIZE[dtype]:
+        raise ValidationError(f"vector record length does not match dim {dim}")
+    row = np.frombuffer(raw, dtype=np.dtype(_NP_DTYPE[dtype]).newbyteorder("<"), offset=offset)
+    if not (math.isfinite(scale) and np.isfinite(row.astype(np.float32)).all()):
+        raise ValidationError("vector record holds non-finite values")
+    return dtype, row.astype(_NP_DTYPE[dtype]), float(scale)
+
+
+def _record_size(dtype: str, dim: int) -> int:
+    return _HEADER.size + (4 if dtype == "int8" else 0) + dim * _ITEMSIZE[dtype]
+
+
+# --- the persistent store ---------------------------------------------------------------
+
+
+class KvVectorStore(InMemoryVectorStore):
+    """An :class:`InMemoryVectorStore` persisted in a KvBackend, one record per vector.
+
+    Open with ``await KvVectorStore.open(kv, dim, dtype)``: it loads every record under
+    ``prefix`` into the matrix. (Or construct it and ``await store.load()`` yourself.)
+    Records are written in the store's dtype (see :func:`encode_vector`); records of
+    another dtype are converted on load, so a store can switch dtype in place. A record
+    of another dimension means the embedder changed and raises ValidationError at load;
+    an unreadable record is skipped, logged and listed in ``corrupt_keys``.
+
+    The KV store is the truth: ``upsert`` and ``delete`` write one atomic batch first and
+    touch the in-memory matrix only once the batch has landed.
+    """
+
+    def __init__(
+        self,
+        kv: KvBackend,
+        dim: int,
+        dtype: DType = "int8",
+        *,
+        prefix: str = "vec:",
+        capacity: int = 64,
+    ) -> None:
+        super().__init__(dim, dtype, capacity=capacity)
+        if not isinstance(prefix, str) or not prefix or len(prefix) >= MAX_KEY_CHARS:
+            raise ValidationError("prefix must be a non-empty string")
+        self.kv = kv
+        self.prefix = prefix
+        self.corrupt_keys: list[str] = []
+        self._loaded = False
+        self._write_lock = asyncio.Lock()
+
+    @classmethod
+    async def open(
+        cls,
+        kv: KvBackend,
+        dim: int,
+        dtype: DType = "int8",
+        *,
+        prefix: str = "vec:",
+    ) -> KvVectorStore:
+        store = cls(kv, dim, dtype, prefix=prefix)
+        await store.load()
+        return store
+
+    @property
+    def record_bytes(self) -> int:
+        """Bytes of one persisted record's value (the key is extra)."""
+        return _record_size(self.dtype, self.dim)
+
+    def key(self, id: str) -> str:
+        return check_key(self.prefix + _check_id(id))
+
+    async def load(self) -> None:
+        """Read every record under the prefix into memory (replacing what is there)."""
+        fresh = InMemoryVectorStore(self.dim, self.dtype)
+        corrupt: list[str] = []
+        ids: list[str] = []
+        raws: list[bytes] = []
+        async for key, raw in iter_prefix(self.kv, self.prefix):
+            ids.append(key[len(self.prefix) :])
+            raws.append(raw)
+            if len(ids) == LOAD_CHUNK:  # decode as we go: not all raw records kept
+                self._decode_into(fresh, ids, raws, corrupt)
+                ids, raws = [], []
+        if ids:
+            self._decode_into(fresh, ids, raws, corrupt)
+        for name in ("_rows", "_inv_norm", "_scale", "_alive", "_id_at", "_slot_of", "_free"):
+            setattr(self, name, getattr(fresh, name))
+        self.corrupt_keys = corrupt
+        self._loaded = True
+
+    def _decode_into(
+        self,
+        target: InMemoryVectorStore,
+        ids: list[str],
+        raws: list[bytes],
+        corrupt: list[str],
+    ) -> None:
+        size = _record_size(self.dtype, self.dim)
+        expected = _HEADER.pack(_MAGIC, _VERSION, _CODE[self.dtype], self.dim)
+        # Fast path: every record of this store's dtype and dim decoded in one go.
+        fast = [j for j, r in enumerate(raws) if len(r) == size and r[: _HEADER.size] == expected]
+        if fast:
+            buf = np.frombuffer(b"".join(raws[j] for j in fast), dtype=np.uint8)
+            buf = buf.reshape(len(fast), size)
+            offset = _HEADER.size
+            if self.dtype == "int8":
+                scales = buf[:, offset : offset + 4].copy().view("<f4").reshape(-1)
+                offset += 4
+            else:
+                scales = np.ones(len(fast), dtype=np.float32)
+            body = np.ascontiguousarray(buf[:, offset:])
+            rows = body.view(np.dtype(_NP_DTYPE[self.dtype]).newbyteorder("<")).reshape(
+                len(fast), self.dim
+            )
+            rows = rows.astype(_NP_DTYPE[self.dtype])
+            finite = np.isfinite(rows.astype(np.float32)).all(axis=1) & np.isfinite(scales)
+            good = [fast[j] for j in np.flatnonzero(finite).tolist()]
+            for j in np.flatnonzero(~finite).tolist():
+                corrupt.append(self.prefix + ids[fast[j]])
+            target._put_rows(
+                [ids[j] for j in good], rows[finite], scales[finite].astype(np.float32)
+            )
+        done = set(fast)
+        for j, raw in enumerate(raws):
+            if j in done:
+                continue
+            key = self.prefix + ids[j]
+            try:
+                dtype, row, scale = decode_vector(raw)
+            except ValidationError as exc:
+                log.error("skipping unreadable vector record %s: %s", key, exc)
+                corrupt.append(key)
+                continue
+            if row.shape[0] != self.dim:
+                raise ValidationError(
+                    f"vector record {key} has dim {row.shape[0]} but this store has dim "
+                    f"{self.dim}: the embedder changed; delete the records under "
+                    f"{self.prefix!r} (or use another prefix) and embed again"
+                )
+            if dtype == self.dtype:
+                target._put_rows([ids[j]], row[None, :], np.array([scale], dtype=np.float32))
+            else:  # convert from another dtype
+                vec = row.astype(np.float32) * (scale if dtype == "int8" else 1.0)
+                target.put([ids[j]], vec[None, :])
+        if corrupt:
+            log.error("%d unreadable vector records under %r", len(corrupt), self.prefix)
+
+    def _check_loaded(self) -> None:
+        if not self._loaded:
+            raise PymemoryError("KvVectorStore not loaded: use `await KvVectorStore.open(...)`")
+
+    async def upsert(self, ids: Sequence[str], vectors: Any) -> None:
+        """Write the vectors of ``ids`` as one atomic KV batch, then update memory."""
+        await self.apply(upserts=(ids, vectors))
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        """Delete ``ids`` as one atomic KV batch, then update memory."""
+        await self.apply(deletes=ids)
+
+    async def apply(
+        self,
+        *,
+        upserts: tuple[Sequence[str], Any] | None = None,
+        deletes: Sequence[str] = (),
+    ) -> None:
+        """Upsert and delete in one atomic KV batch (an id in both ends up upserted)."""
+        self._check_loaded()
+        if isinstance(deletes, str):
+            raise ValidationError("deletes must be a sequence of ids, not a str")
+        dead = [_check_id(i) for i in deletes]
+        ids: list[str] = []
+        rows = np.zeros((0, self.dim), dtype=_NP_DTYPE[self.dtype])
+        scales = np.zeros(0, dtype=np.float32)
+        if upserts is not None:
+            ids, unit = self._prepare(*upserts)
+            rows, scales = _quantize(unit, self.dtype)
+        puts = [
+            (self.key(i), encode_vector(rows[j], float(scales[j]), self.dtype))
+            for j, i in enumerate(ids)
+        ]
+        dead_keys = [self.key(i) for i in dead]
+        async with self._write_lock:
+            if puts:
+                await self.kv.put_many(puts, deletes=dead_keys)
+            elif dead_keys:
+                await self.kv.delete_many(dead_keys)
+            kept = set(ids)
+            self._remove([i for i in dead if i not in kept])
+            self._put_rows(ids, rows, scales)
+
+    def search(
+        self, query: Any, k: int, allowed_ids: Iterable[str] | None = None
+    ) -> list[tuple[str, float]]:
+        self._check_loaded()
+        return super().search(query, k, allowed_ids)
+
+    def scores(self, query: Any, which: Sequence[str] | np.ndarray) -> np.ndarray:
+        self._check_loaded()
+        return super().scores(query, which)
+
+    def put(self, ids: Sequence[str], vectors: Any) -> None:
+        raise PymemoryError("KvVectorStore writes are async: use `await store.upsert(...)`")
+
+    def remove(self, ids: Sequence[str]) -> None:
+        raise PymemoryError("KvVectorStore writes are async: use `await store.delete(...)`")
