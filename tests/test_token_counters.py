@@ -204,8 +204,9 @@ def test_js_tiktoken_in_chromium_counts_like_tiktoken(tmp_path, fast, ranks_path
     vendor = tmp_path / "vendor" / "js-tiktoken"
     vendor.mkdir(parents=True)
     with tarfile.open(tgz) as tar:
-        for member in ("package/dist/chunk-VL2OQCWN.js", "package/dist/ranks/o200k_base.js"):
-            (vendor / Path(member).name).write_bytes(tar.extractfile(member).read())
+        for member in ("chunk-VL2OQCWN.js", "ranks/o200k_base.js"):  # js-tiktoken's dist/
+            (vendor / member).parent.mkdir(parents=True, exist_ok=True)
+            (vendor / member).write_bytes(tar.extractfile(f"package/dist/{member}").read())
     (tmp_path / "worker").mkdir()
     shutil.copy(ROOT / "worker" / "tiktoken.mjs", tmp_path / "worker" / "tiktoken.mjs")
     (tmp_path / "test").mkdir()

@@ -120,9 +120,13 @@ def build_wheel(python: str) -> Path:
         check=True,
     )  # fmt: skip
     (wheel,) = WHEELS.glob("pymemory-*.whl")
-    (WHEELS / "manifest.json").write_text(
-        json.dumps({"pymemory": wheel.name, "sha256": sha256(wheel)}, indent=2)
-    )
+    manifest = {"pymemory": wheel.name, "sha256": sha256(wheel)}
+    # Pyodide's numpy wheel beside ours, so the worker loads both by URL from one folder
+    # (the npm package has no numpy next to Pyodide's core).
+    for numpy in (VENDOR / "pyodide").glob("numpy-*.whl"):
+        shutil.copy2(numpy, WHEELS / numpy.name)
+        manifest.update(numpy=numpy.name, numpy_sha256=sha256(numpy))
+    (WHEELS / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return wheel
 
 

@@ -8,6 +8,14 @@
     /vendor/...       .cache/vendor/
     /wheels/...       .cache/wheels/
     /models/...       .cache/models/   (model.onnx, tokenizer.json, config.json, build.json)
+
+and, so that the client's default asset URLs work on these pages unchanged, the npm
+package's layout around /web/agent-memory.mjs (its folder holds worker/, wheels/ and
+models/; the npm dependencies are its siblings):
+
+    /web/worker/...             worker/
+    /web/wheels/, /web/models/  .cache/wheels/, .cache/models/
+    /pyodide/, /onnxruntime-web/dist/, /js-tiktoken/dist/   the vendored npm files
 """
 
 from __future__ import annotations
@@ -28,6 +36,13 @@ MOUNTS: dict[str, Path] = {
     "/vendor/": VENDOR,
     "/wheels/": WHEELS,
     "/models/": MODELS,
+    # The package layout (see the module docstring); the longest matching prefix wins.
+    "/web/worker/": ROOT / "worker",
+    "/web/wheels/": WHEELS,
+    "/web/models/": MODELS,
+    "/pyodide/": VENDOR / "pyodide",
+    "/onnxruntime-web/dist/": VENDOR / "onnxruntime-web",
+    "/js-tiktoken/dist/": VENDOR / "js-tiktoken",
 }
 PAGES = {
     "/": ROOT / "web" / "demo" / "index.html",
@@ -55,7 +70,7 @@ def resolve(url_path: str) -> Path | None:
     path = unquote(urlsplit(url_path).path)
     if path in PAGES or path.rstrip("/") in PAGES:
         return PAGES.get(path) or PAGES[path.rstrip("/")]
-    for prefix, folder in MOUNTS.items():
+    for prefix, folder in sorted(MOUNTS.items(), key=lambda m: -len(m[0])):
         if path.startswith(prefix):
             target = (folder / path[len(prefix) :]).resolve()
             if target.is_relative_to(folder.resolve()) and target.is_file():

@@ -28,8 +28,11 @@ export type ErrorCode =
   | "storage_error"
   | "closed"
   | "boot_failed"
+  | "worker_failed"
   | "not_ready"
   | "unknown_method"
+  | "model_unavailable"
+  | "embedder_unavailable"
   | "llm_error"
   | "internal";
 
@@ -181,13 +184,35 @@ export interface ClearFilter {
   all?: boolean;
 }
 
+/** Bytes of one downloaded (or cached) file during boot. */
+export interface FileProgress {
+  loaded: number;
+  /** from Content-Length; null when the server sends none */
+  total: number | null;
+  source: "network" | "cache";
+}
+
+export type ModelName = "embedder" | "summarizer";
+export type ModelState = "loading" | "ready" | "error";
+
 export interface Status {
-  phase: "starting" | "idle" | "runtime" | "packages" | "pymemory" | "opening" | "ready" | "error";
-  /** 0..1 */
+  phase: "starting" | "runtime" | "packages" | "opening" | "ready" | "error";
+  /** 0..1, never decreasing */
   progress: number;
   ready: boolean;
   error: { code: ErrorCode; message: string } | null;
+  /** per file name (pyodide.asm.wasm, python_stdlib.zip, the wheels, ...) */
+  files?: Record<string, FileProgress>;
+  /** the sum over `files` */
+  bytes?: { loaded: number; total: number };
+  /** the asset folders the worker loads from */
+  assets?: Record<"pyodide" | "onnxruntime" | "tiktoken" | "wheels" | "models", string>;
   bootMs?: number;
+  /** local models asked for with `models`: their state, and `info`/`error` once known */
+  models?: Partial<Record<ModelName, ModelState>> & {
+    info?: Record<string, unknown>;
+    error?: { code: ErrorCode; message: string };
+  };
 }
 
 export interface Stats {
@@ -220,7 +245,21 @@ export interface CreateAgentMemoryOptions {
   tags?: string[];
   /** for the "custom" preset */
   custom?: Strategy;
+  /** local models to load after the store opens (progress in `status.models`) */
+  models?: ModelName[];
+  /** the folder the package is served from (default: beside agent-memory.mjs) */
+  assetsUrl?: string;
+  /** per-asset overrides, relative to assetsUrl (see ASSET_DEFAULTS) */
   workerUrl?: string;
+  wheelsUrl?: string;
+  modelsUrl?: string;
+  pyodideUrl?: string;
+  onnxruntimeUrl?: string;
+  tiktokenUrl?: string;
+  /** `ready` rejects with boot_failed after this long (default 120000) */
+  bootTimeoutMs?: number;
+  /** onnxruntime-web WASM threads (needs a cross-origin isolated page; default 1) */
+  ortThreads?: number;
   /** IndexedDB transaction durability (default "strict") */
   durability?: "strict" | "relaxed";
   feedbackFlushMs?: number;
@@ -234,6 +273,8 @@ export interface AgentMemory {
   readonly listing: ListFilters | null;
   readonly status: Status;
   readonly ready: Promise<Status>;
+  /** resolves when the models asked for with `models` are attached */
+  readonly modelsReady: Promise<Record<string, unknown>>;
   onStatus(fn: (status: Status) => void): () => void;
   /** called after any change to this database from this page or another tab */
   subscribe(fn: () => void): () => void;
@@ -517,6 +558,15 @@ export interface ObserverApi {
 }
 
 export declare function createAgentMemory(options?: CreateAgentMemoryOptions): AgentMemory;
+
+export type AssetOptions = Pick<
+  CreateAgentMemoryOptions,
+  "assetsUrl" | "workerUrl" | "wheelsUrl" | "modelsUrl" | "pyodideUrl" | "onnxruntimeUrl" | "tiktokenUrl"
+>;
+export declare const ASSET_DEFAULTS: Readonly<Required<Omit<AssetOptions, "assetsUrl">>>;
+export declare const DEFAULT_BOOT_TIMEOUT_MS: number;
+/** The absolute asset URLs the options ask for (folders end in "/"). */
+export declare function resolveAssets(options?: AssetOptions): Required<Omit<AssetOptions, "assetsUrl">>;
 
 export interface MemorySnapshot {
   memories: MemoryItem[];

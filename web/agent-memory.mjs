@@ -1,8 +1,7 @@
 // pymemory's JavaScript client: createAgentMemory() talks to the pymemory Web Worker
-// (Pyodide + IndexedDB) through comlink. All clients of a page share one worker.
-// Failures reject with a MemoryError whose `code` is stable (see ERROR_CODES).
-
-import * as Comlink from "comlink";
+// (Pyodide + IndexedDB) over postMessage. All clients of a page share one worker.
+// Failures reject with a MemoryError whose `code` is stable (see ERROR_CODES); no call
+// and no `ready` can hang: a worker that cannot start rejects with `boot_failed`.
 
 export const ERROR_CODES = Object.freeze([
   "invalid_input", // wrong types, missing or unknown fields, values that are not JSON
@@ -13,7 +12,8 @@ export const ERROR_CODES = Object.freeze([
   "schema_mismatch", // the database was written by a newer pymemory
   "storage_error", // IndexedDB failed (quota, aborted transaction); nothing was written
   "closed", // the client or database was closed
-  "boot_failed", // the worker could not start Pyodide or install pymemory
+  "boot_failed", // the worker or an asset could not load (message names the URL), or boot timed out
+  "worker_failed", // the worker stopped while calls were in flight; retry after reload
   "not_ready", // a call reached the worker before it was initialised
   "unknown_method", // the worker does not know the method (version mismatch)
   "model_unavailable", // a local model could not load (not built or not served)
@@ -87,7 +87,38 @@ export function resolveStrategy(strategy, { tags, custom } = {}) {
 /** Local models a client can ask for: MiniLM embeddings, the SmolLM2 summarizer. */
 export const MODELS = Object.freeze(["embedder", "summarizer"]);
 
-const DEFAULT_WORKER_URL = new URL("../worker/memory-worker.mjs", import.meta.url).href;
+// Where the assets are. Defaults fit the npm package served as-is: this file's folder
+// holds worker/ and wheels/, and the npm dependencies are its siblings in node_modules/.
+const PACKAGE_URL = new URL("./", import.meta.url).href;
+export const ASSET_DEFAULTS = Object.freeze({
+  workerUrl: "worker/memory-worker.mjs",
+  wheelsUrl: "wheels/",
+  modelsUrl: "models/",
+  pyodideUrl: "../pyodide/",
+  onnxruntimeUrl: "../onnxruntime-web/dist/",
+  tiktokenUrl: "../js-tiktoken/dist/",
+});
+export const DEFAULT_BOOT_TIMEOUT_MS = 120_000;
+
+/** The asset URLs `options` ask for: `assetsUrl` (the package folder) and per-asset overrides. */
+export function resolveAssets(options = {}) {
+  const here = globalThis.location?.href ?? PACKAGE_URL;
+  const check = (name, value) => {
+    if (value != null && typeof value !== "string" && !(value instanceof URL)) {
+      throw new MemoryError("invalid_input", `${name} must be a URL string`);
+    }
+    return value;
+  };
+  const base = new URL(check("assetsUrl", options.assetsUrl) ?? PACKAGE_URL, here).href;
+  const root = base.endsWith("/") ? base : `${base}/`;
+  const out = {};
+  for (const [name, fallback] of Object.entries(ASSET_DEFAULTS)) {
+    const url = new URL(check(name, options[name]) ?? fallback, root).href;
+    out[name] = name === "workerUrl" || url.endsWith("/") ? url : `${url}/`;
+  }
+  return out;
+}
+
 const connections = new Map();
 
 function toJson(params) {
@@ -107,25 +138,99 @@ function toJson(params) {
 }
 
 class Connection {
-  constructor(workerUrl, options) {
-    this.worker = new Worker(workerUrl, { type: "module", name: "pymemory" });
-    this.remote = Comlink.wrap(this.worker);
+  constructor(assets, options) {
+    this.assets = assets;
     this.status = { phase: "starting", progress: 0, ready: false, error: null };
     this.statusListeners = new Set();
     this.changeListeners = new Map(); // dbName -> Set<fn>
     this.channels = new Map(); // dbName -> BroadcastChannel
-    this.ready = this.remote
-      .init(
-        options,
-        Comlink.proxy((s) => this._setStatus(s)),
-      )
-      .then((s) => {
-        this._setStatus(s);
-        if (s.error) throw new MemoryError(s.error.code, s.error.message);
-        return s;
-      });
+    this.pending = new Map(); // id -> { resolve, reject, onProgress }
+    this.nextId = 1;
+    this.failure = null; // a MemoryError once the worker cannot serve
+    const timeoutMs = options.bootTimeoutMs ?? DEFAULT_BOOT_TIMEOUT_MS;
+    const { bootTimeoutMs, ...workerOptions } = options;
+    this.ready = new Promise((resolve, reject) => {
+      this._booted = resolve;
+      this._bootFailed = reject;
+    });
     this.ready.catch(() => {}); // surfaced through calls and status
-    this.remote.onChange(Comlink.proxy((dbName) => this._emit(dbName, true)));
+    const timer = setTimeout(() => {
+      const where = `${this.status.phase} ${Math.round((this.status.progress ?? 0) * 100)}%`;
+      this._fail("boot_failed", `boot timed out after ${timeoutMs} ms (at ${where})`);
+    }, timeoutMs);
+    this.ready.then(
+      () => clearTimeout(timer),
+      () => clearTimeout(timer),
+    );
+    try {
+      this.worker = new Worker(assets.workerUrl, { type: "module", name: "pymemory" });
+    } catch (err) {
+      this._fail("boot_failed", `cannot start the worker ${assets.workerUrl}: ${err?.message ?? err}`);
+      return;
+    }
+    this.worker.onmessage = ({ data }) => this._receive(data);
+    this.worker.onerror = (event) => {
+      event.preventDefault?.();
+      const detail = event.message || "it did not load (missing, wrong MIME type or a syntax error)";
+      if (!this.status.ready) {
+        this._fail("boot_failed", `the worker ${assets.workerUrl} failed: ${detail}`);
+      }
+    };
+    this.worker.onmessageerror = () => this._fail("worker_failed", "a worker message could not be read");
+    const { workerUrl, ...urls } = assets;
+    const folders = {
+      pyodide: urls.pyodideUrl,
+      onnxruntime: urls.onnxruntimeUrl,
+      tiktoken: urls.tiktokenUrl,
+      wheels: urls.wheelsUrl,
+      models: urls.modelsUrl,
+    };
+    this._request({ op: "init", options: { ...workerOptions, assets: folders } }).then(
+      (s) => {
+        this._setStatus(s);
+        if (s.error) this._fail(s.error.code, s.error.message);
+        else this._booted(s);
+      },
+      (err) => this._fail(err.code ?? "boot_failed", err.message),
+    );
+  }
+
+  _request(message, onProgress) {
+    if (this.failure) return Promise.reject(this.failure);
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, onProgress });
+      this.worker.postMessage({ ...message, id });
+    });
+  }
+
+  _receive(data) {
+    if (data.op === "status") return this._setStatus(data.status);
+    if (data.op === "change") return this._emit(data.db, true);
+    const entry = this.pending.get(data.id);
+    if (!entry) return;
+    if (data.op === "progress") {
+      try {
+        entry.onProgress?.(data.done, data.total);
+      } catch (err) {
+        console.error("pymemory: onProgress failed", err);
+      }
+      return;
+    }
+    this.pending.delete(data.id);
+    if (data.ok) entry.resolve(data.result);
+    else entry.reject(new MemoryError(data.error.code, data.error.message));
+  }
+
+  // The worker cannot serve any more: reject `ready` and every call in flight.
+  _fail(code, message) {
+    if (this.failure) return;
+    this.failure = new MemoryError(code, message);
+    this._setStatus({ ...this.status, phase: "error", ready: false, error: { code, message } });
+    this._bootFailed(this.failure);
+    for (const { reject } of this.pending.values()) reject(this.failure);
+    this.pending.clear();
+    this.worker?.terminate();
   }
 
   _setStatus(s) {
@@ -135,17 +240,10 @@ class Connection {
   }
 
   async call(dbName, method, params, onProgress) {
-    await this.ready;
     const json = toJson(params);
-    const progress = onProgress ? Comlink.proxy(onProgress) : undefined;
-    let answer;
-    try {
-      answer = await this.remote.call(dbName, method, JSON.parse(json), progress);
-    } catch (err) {
-      throw new MemoryError("internal", `worker call failed: ${err?.message ?? err}`);
-    }
-    if (!answer.ok) throw new MemoryError(answer.error.code, answer.error.message);
-    return answer.result;
+    await this.ready;
+    const message = { op: "call", db: dbName, method, params: JSON.parse(json) };
+    return this._request(message, onProgress);
   }
 
   async loadModels(dbName, models) {
@@ -187,11 +285,15 @@ class Connection {
   }
 }
 
-export function connection(workerUrl = DEFAULT_WORKER_URL, options = {}) {
-  let conn = connections.get(workerUrl);
+/** The page's connection to the worker at the resolved `workerUrl` (one per URL). */
+export function connection(options = {}) {
+  const assets = resolveAssets(options);
+  let conn = connections.get(assets.workerUrl);
   if (!conn) {
-    conn = new Connection(workerUrl, options);
-    connections.set(workerUrl, conn);
+    const { assetsUrl, ...rest } = options;
+    for (const name of Object.keys(ASSET_DEFAULTS)) delete rest[name];
+    conn = new Connection(assets, rest);
+    connections.set(assets.workerUrl, conn);
   }
   return conn;
 }
@@ -221,8 +323,10 @@ function asObject(name, value) {
 /**
  * Open (or join) a memory database in the shared worker.
  * Options: dbName ("pymemory"), scope ("conversation"), strategy ("all" | "recent-5" |
- * "by-tag" | "custom" | a strategy object), tags, custom, workerUrl, durability
- * ("strict" | "relaxed"), feedbackFlushMs, autoArchiveDays.
+ * "by-tag" | "custom" | a strategy object), tags, custom, models (["embedder",
+ * "summarizer"]), durability ("strict" | "relaxed"), feedbackFlushMs, autoArchiveDays,
+ * bootTimeoutMs; asset locations: assetsUrl (the package folder) and the overrides in
+ * ASSET_DEFAULTS (workerUrl, wheelsUrl, modelsUrl, pyodideUrl, onnxruntimeUrl, tiktokenUrl).
  */
 export function createAgentMemory(options = {}) {
   const {
@@ -231,14 +335,13 @@ export function createAgentMemory(options = {}) {
     strategy = "all",
     tags,
     custom,
-    workerUrl = DEFAULT_WORKER_URL,
     models,
-    ...workerOptions
+    ...connectionOptions
   } = options;
   if (models != null && (!Array.isArray(models) || models.some((m) => !MODELS.includes(m)))) {
     throw new MemoryError("invalid_input", `models must be a list of: ${MODELS.join(", ")}`);
   }
-  const conn = connection(workerUrl, workerOptions);
+  const conn = connection(connectionOptions);
   const resolved = resolveStrategy(strategy, { tags, custom });
   let closed = false;
 

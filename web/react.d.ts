@@ -4,24 +4,17 @@ import type {
   AddMemoryInput,
   AgentMemory,
   ClearFilter,
+  CreateAgentMemoryOptions,
   FeedbackKind,
   MemoryError,
   MemoryItem,
   Retrieval,
   RetrieveOptions,
-  Scope,
   Status,
-  Strategy,
-  StrategyPreset,
 } from "./agent-memory.js";
 
-export interface UseAgentMemoryOptions {
-  dbName?: string;
-  scope?: Scope;
-  strategy?: StrategyPreset | Strategy;
-  tags?: string[];
-  custom?: Strategy;
-  workerUrl?: string;
+/** createAgentMemory's options, plus `limit`. */
+export interface UseAgentMemoryOptions extends CreateAgentMemoryOptions {
   /** how many memories a strategy object lists (default 50) */
   limit?: number;
 }

@@ -12,11 +12,11 @@ import { createAgentMemory, createMemoryStore } from "./agent-memory.mjs";
  * tab) refreshes the others. `status` carries boot progress: { phase, progress, ready, error }.
  */
 export function useAgentMemory(options = {}) {
-  const { dbName, scope, strategy, tags, custom, workerUrl, limit } = options;
-  const key = JSON.stringify([dbName, scope, strategy, tags, custom, workerUrl, limit]);
+  const { limit, ...clientOptions } = options;
+  const key = JSON.stringify([clientOptions, limit]);
   // `key` captures every option, so one client and store live as long as the options do.
   const { client, store } = useMemo(() => {
-    const client = createAgentMemory({ dbName, scope, strategy, tags, custom, workerUrl });
+    const client = createAgentMemory(clientOptions);
     return { client, store: createMemoryStore(client, { limit }) };
   }, [key]);
   const snapshot = useSyncExternalStore(store.subscribe, store.getSnapshot, store.getSnapshot);

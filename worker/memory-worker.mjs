@@ -1,40 +1,127 @@
-// The pymemory Web Worker: boots Pyodide from the same origin, loads numpy and the
-// pymemory wheel, and serves the Memory API to pages through comlink.
-// Every answer is { ok: true, result } or { ok: false, error: { code, message } }, so the
-// error code survives the trip (comlink would drop custom fields of a thrown Error).
+// The pymemory Web Worker: boots Pyodide, loads numpy and the pymemory wheel, and serves
+// the Memory API to the page. Asset locations come from the page (createAgentMemory's
+// assetsUrl and overrides), so this file imports nothing but its siblings and works the
+// same bundled or served as-is.
+//
+// Messages (one small protocol, see web/agent-memory.mjs):
+//   page -> worker  { id, op: "init", options }            -> { id, ok, result: status }
+//                   { id, op: "call", db, method, params } -> { id, ok, result } | { id, ok: false, error }
+//   worker -> page  { op: "status", status }   boot progress, then ready or an error
+//                   { op: "change", db, kind, itemId }      background work changed a memory
+//                   { op: "progress", id, done, total }     progress of a long call (import)
+// Errors travel as { code, message } so the stable code survives the trip.
 
-import * as Comlink from "../vendor/comlink/comlink.mjs";
+import { readCached } from "./assets.mjs";
 import * as idb from "./idb-kv.mjs";
 import * as ort from "./ort-bridge.mjs";
 import * as tiktoken from "./tiktoken.mjs";
 
-const base = new URL("../", import.meta.url);
 let api = null; // the Python RpcApi
 let booting = null;
-let status = { phase: "starting", progress: 0, ready: false, error: null };
-const listeners = new Set();
-const changeListeners = new Set();
+let status = { phase: "starting", progress: 0, ready: false, error: null, files: {} };
 
-function report(phase, progress, extra = {}) {
-  status = { ...status, phase, progress, ...extra };
-  for (const fn of listeners) {
-    Promise.resolve(fn(status)).catch(() => listeners.delete(fn)); // page gone: forget it
+function post(message) {
+  self.postMessage(message);
+}
+
+function report(patch) {
+  status = { ...status, ...patch };
+  if (patch.progress != null) status.progress = Math.max(status.progress, patch.progress);
+  post({ op: "status", status });
+}
+
+// --- assets through Cache Storage, with byte progress ------------------------------------
+
+function folder(url, name) {
+  if (typeof url !== "string" || !url) throw new Error(`assets.${name} must be a URL`);
+  const href = new URL(url, self.location.href).href;
+  return href.endsWith("/") ? href : `${href}/`;
+}
+
+function onFile(url, loaded, total, source) {
+  const name = url.slice(url.lastIndexOf("/") + 1);
+  const files = { ...status.files, [name]: { loaded, total, source } };
+  const sum = (key) => Object.values(files).reduce((n, f) => n + (f[key] ?? f.loaded), 0);
+  // Bytes of the files seen so far drive the bar between 5% and 90%.
+  const share = sum("total") ? sum("loaded") / sum("total") : 0;
+  report({ files, bytes: { loaded: sum("loaded"), total: sum("total") }, progress: 0.05 + 0.85 * share });
+}
+
+// Pyodide fetches its core files and packages with the global fetch: route those under
+// `prefixes` through Cache Storage so a second visit reads them locally (and offline).
+function cacheFetches(prefixes, cacheName, expected) {
+  const network = globalThis.fetch.bind(globalThis);
+  globalThis.fetch = async (input, init) => {
+    const url = new URL(typeof input === "string" ? input : (input.url ?? String(input)), self.location.href).href;
+    const method = init?.method ?? input?.method ?? "GET";
+    if (method !== "GET" || !prefixes.some((p) => url.startsWith(p))) return network(input, init);
+    let source = "network";
+    const got = await readCached(url, {
+      cacheName,
+      expect: expected.get(url) ?? null,
+      fetchFn: network,
+      onProgress: (loaded, total) => onFile(url, loaded, total, source),
+    });
+    source = got.source;
+    onFile(url, got.size, got.size, got.source);
+    return new Response(got.bytes, { headers: { "content-type": got.type } });
+  };
+  return network;
+}
+
+async function readManifest(url, network) {
+  // Network first (it names the current wheel), the cached copy when offline.
+  const cache = await caches.open("pymemory-manifests-v1").catch(() => null);
+  try {
+    const response = await network(url, { cache: "no-store" });
+    if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
+    const manifest = await response.clone().json();
+    await cache?.put(url, response);
+    return manifest;
+  } catch (err) {
+    const hit = await cache?.match(url);
+    if (hit) return hit.json();
+    throw err;
   }
 }
 
+// --- boot ----------------------------------------------------------------------------
+
 async function boot(options) {
   const t0 = performance.now();
-  report("runtime", 0.05);
-  const tokensReady = tiktoken.init(); // o200k_base ranks load while Pyodide starts
-  const { loadPyodide } = await import(new URL("vendor/pyodide/pyodide.mjs", base).href);
-  const manifest = fetch(new URL("wheels/manifest.json", base)).then((r) => r.json());
-  const pyodide = await loadPyodide({ indexURL: new URL("vendor/pyodide/", base).href });
-  report("packages", 0.55);
-  // loadPackage takes the wheel's URL beside numpy: both load in one step, without
-  // micropip (its dependency resolver is not needed: numpy is the only dependency).
-  const wheel = new URL(`wheels/${(await manifest).pymemory}`, base).href;
-  await pyodide.loadPackage(["numpy", wheel], { messageCallback: () => {} });
-  report("opening", 0.95);
+  const assets = options.assets ?? {};
+  const urls = {
+    pyodide: folder(assets.pyodide, "pyodide"),
+    onnxruntime: folder(assets.onnxruntime, "onnxruntime"),
+    tiktoken: folder(assets.tiktoken, "tiktoken"),
+    wheels: folder(assets.wheels, "wheels"),
+    models: folder(assets.models, "models"),
+  };
+  report({ phase: "runtime", progress: 0.05, assets: urls });
+  const tokensReady = tiktoken.init(urls.tiktoken); // o200k_base ranks load while Pyodide starts
+  const pyodideModule = `${urls.pyodide}pyodide.mjs`;
+  const { loadPyodide, version } = await import(pyodideModule).catch((err) => {
+    throw new Error(`cannot load Pyodide from ${pyodideModule}: ${err?.message ?? err}`);
+  });
+  const expected = new Map();
+  const network = cacheFetches([urls.pyodide, urls.wheels], `pymemory-runtime-${version}`, expected);
+  const manifestReady = readManifest(`${urls.wheels}manifest.json`, network);
+  const pyodide = await loadPyodide({ indexURL: urls.pyodide });
+  report({ phase: "packages", progress: 0.5 });
+  const manifest = await manifestReady;
+  const wheels = [];
+  for (const [key, hash] of [["numpy", "numpy_sha256"], ["pymemory", "sha256"]]) {
+    if (!manifest[key]) continue; // no numpy beside the wheel: Pyodide's own from indexURL
+    const url = new URL(manifest[key], urls.wheels).href;
+    expected.set(url, manifest[hash] ? { sha256: manifest[hash] } : null);
+    wheels.push(url);
+  }
+  if (!manifest.pymemory) throw new Error(`${urls.wheels}manifest.json names no pymemory wheel`);
+  // loadPackage takes the wheels' URLs: both load in one step, without micropip (its
+  // dependency resolver is not needed: numpy is the only dependency).
+  const packages = manifest.numpy ? wheels : ["numpy", ...wheels];
+  await pyodide.loadPackage(packages, { messageCallback: () => {}, errorCallback: () => {} });
+  report({ phase: "opening", progress: 0.95 });
   await tokensReady;
   // Token budgets count with the same o200k_base as the Python side (seed 004).
   pyodide.registerJsModule("pymemory_js_tokens", { count: tiktoken.count, name: tiktoken.name });
@@ -43,60 +130,54 @@ async function boot(options) {
   if (options.feedbackFlushMs != null) kwargs.feedback_flush_s = options.feedbackFlushMs / 1000;
   if (options.autoArchiveDays != null) kwargs.auto_archive_days = options.autoArchiveDays;
   // onnxruntime-web loads lazily, on the first model use; one WASM thread unless asked.
-  ort.configure({ numThreads: options.ortThreads ?? 1 });
+  ort.configure({
+    numThreads: options.ortThreads ?? 1,
+    ortUrl: urls.onnxruntime,
+    modelsUrl: urls.models,
+    manifestUrl: `${urls.models}build.json`,
+  });
   api = browser.create_api.callKwargs({ ...idb, ort }, kwargs);
   // Background work (the summarizer rewriting an item) tells the pages, so hooks refresh.
-  api.on_change = (db, kind, id) => {
-    for (const fn of changeListeners) {
-      Promise.resolve(fn(db, kind, id)).catch(() => changeListeners.delete(fn));
-    }
-  };
-  report("ready", 1, { ready: true, bootMs: performance.now() - t0 });
+  api.on_change = (db, kind, itemId) => post({ op: "change", db, kind, itemId });
+  report({ phase: "ready", progress: 1, ready: true, bootMs: performance.now() - t0 });
 }
 
-const service = {
-  // Start (or join) the boot; resolves with the final status. `onStatus` is a comlink proxy.
-  async init(options = {}, onStatus) {
-    if (onStatus) {
-      listeners.add(onStatus);
-      onStatus(status);
-    }
-    booting ??= boot(options).catch((err) => {
-      report("error", status.progress, {
-        error: { code: "boot_failed", message: String(err?.message ?? err) },
-      });
+function init(options) {
+  booting ??= boot(options ?? {}).catch((err) => {
+    report({
+      phase: "error",
+      error: { code: "boot_failed", message: String(err?.message ?? err) },
     });
-    await booting;
-    return status;
-  },
+  });
+  return booting.then(() => status);
+}
 
-  status() {
-    return status;
-  },
+async function call(id, db, method, params) {
+  if (!api) {
+    return { ok: false, error: status.error ?? { code: "not_ready", message: "init() first" } };
+  }
+  let json;
+  try {
+    json = JSON.stringify(params ?? {});
+  } catch (err) {
+    return { ok: false, error: { code: "invalid_input", message: String(err.message) } };
+  }
+  const progress = (done, total) => post({ op: "progress", id, done, total });
+  const t0 = performance.now();
+  const answer = JSON.parse(await api.call(db, method, json, progress));
+  answer.ms = performance.now() - t0; // time spent in the worker, for benchmarks
+  return answer;
+}
 
-  // `fn(dbName, kind, id)` (a comlink proxy) hears about changes made in the background.
-  onChange(fn) {
-    changeListeners.add(fn);
-  },
-
-  // One Memory API call. `params` is a JSON-able object; `onProgress` an optional proxy.
-  async call(dbName, method, params, onProgress) {
-    if (!api) {
-      const error = status.error ?? { code: "not_ready", message: "call init() first" };
-      return { ok: false, error };
-    }
-    let json;
-    try {
-      json = JSON.stringify(params ?? {});
-    } catch (err) {
-      return { ok: false, error: { code: "invalid_input", message: String(err.message) } };
-    }
-    const progress = onProgress ? (done, total) => onProgress(done, total) : undefined;
-    const t0 = performance.now();
-    const answer = JSON.parse(await api.call(dbName, method, json, progress));
-    answer.ms = performance.now() - t0; // time spent in the worker, for benchmarks
-    return answer;
-  },
+self.onmessage = async ({ data }) => {
+  const { id, op } = data ?? {};
+  let reply;
+  try {
+    if (op === "init") reply = { ok: true, result: await init(data.options) };
+    else if (op === "call") reply = await call(id, data.db, data.method, data.params);
+    else reply = { ok: false, error: { code: "unknown_method", message: `unknown op ${op}` } };
+  } catch (err) {
+    reply = { ok: false, error: { code: "internal", message: String(err?.message ?? err) } };
+  }
+  post({ id, ...reply });
 };
-
-Comlink.expose(service);

@@ -1,5 +1,5 @@
-// The onnxruntime-web side of pymemory's inference runtime (Python: pymemory/browser.py
-// OrtWebRuntime). Python hands tensors over as { type, dims, bytes: Uint8Array } and gets
+// The onnxruntime-web side of pymemory's inference runtime (Python:
+// pymemory/browser/pyodide.py OrtWebRuntime). Python hands tensors over as { type, dims, bytes: Uint8Array } and gets
 // { type, dims, data: TypedArray } back, so each tensor crosses the boundary as one copy.
 //
 // Model files (model.onnx, tokenizer.json, config.json) are read through the Cache Storage
@@ -10,11 +10,14 @@
 // that does not match is an error. Offline (no manifest) the cached copy is checked against
 // the sha256 recorded when it was stored.
 
-const VENDOR = new URL("../vendor/onnxruntime-web/", import.meta.url).href;
+import { readCached } from "./assets.mjs";
+
 export const CACHE_NAME = "pymemory-models-v1";
 
 const config = {
   numThreads: 1,
+  // onnxruntime-web's dist/ folder (ort.wasm.min.mjs and its WASM), like its `wasmPaths`.
+  ortUrl: new URL("../vendor/onnxruntime-web/", import.meta.url).href,
   modelsUrl: new URL("../models/", import.meta.url).href,
   manifestUrl: new URL("../models/build.json", import.meta.url).href,
 };
@@ -28,6 +31,7 @@ const loads = []; // one record per asset read, for diagnostics
 // numThreads > 1 is honoured only where the page is cross-origin isolated (COOP + COEP).
 export function configure(options = {}) {
   if (options.numThreads != null) config.numThreads = Math.max(1, Number(options.numThreads) | 0);
+  if (options.ortUrl) config.ortUrl = new URL(options.ortUrl, import.meta.url).href;
   if (options.modelsUrl) config.modelsUrl = new URL(options.modelsUrl, import.meta.url).href;
   if (options.manifestUrl) config.manifestUrl = new URL(options.manifestUrl, import.meta.url).href;
   if (options.manifestUrl !== undefined || options.modelsUrl) manifestPromise = null;
@@ -55,8 +59,8 @@ export function settings() {
 
 async function getOrt() {
   ortPromise ??= (async () => {
-    const ort = await import(new URL("ort.wasm.min.mjs", VENDOR).href);
-    ort.env.wasm.wasmPaths = VENDOR;
+    const ort = await import(new URL("ort.wasm.min.mjs", config.ortUrl).href);
+    ort.env.wasm.wasmPaths = config.ortUrl;
     ort.env.wasm.numThreads = threads();
     ort.env.wasm.proxy = false; // we already are in a worker
     ort.env.logLevel = "error";
@@ -69,11 +73,6 @@ async function getOrt() {
 }
 
 // --- model files through Cache Storage ------------------------------------------------
-
-async function sha256hex(bytes) {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 function getManifest() {
   manifestPromise ??= fetch(config.manifestUrl, { cache: "no-store" })
@@ -90,63 +89,12 @@ function expectedFor(url, manifest) {
   return want?.sha256 ? want : null;
 }
 
-function matches(want, size, hash) {
-  return !want || (want.sha256 === hash && (want.size == null || want.size === size));
-}
-
-async function openCache() {
-  try {
-    return await caches.open(CACHE_NAME);
-  } catch {
-    return null; // no Cache Storage (e.g. an opaque origin): always download
-  }
-}
-
 async function readAsset(url) {
-  const t0 = performance.now();
-  const [cache, manifest] = await Promise.all([openCache(), getManifest()]);
-  const want = expectedFor(url, manifest);
-  const record = { url, source: "network", size: 0, sha256: null, verified: !!want };
-  const hit = cache ? await cache.match(url) : undefined;
-  if (hit) {
-    const bytes = new Uint8Array(await hit.arrayBuffer());
-    const hash = await sha256hex(bytes);
-    const stored = hit.headers.get("x-pymemory-sha256");
-    if (hash === stored && matches(want, bytes.byteLength, hash)) {
-      Object.assign(record, { source: "cache", size: bytes.byteLength, sha256: hash });
-      record.ms = performance.now() - t0;
-      loads.push(record);
-      return { bytes, ...record };
-    }
-    record.replaced = hash === stored ? "stale" : "corrupt";
-    await cache.delete(url);
-  }
-  const response = await fetch(url, { cache: "no-store" });
-  if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  const hash = await sha256hex(bytes);
-  if (!matches(want, bytes.byteLength, hash)) {
-    throw new Error(
-      `${url}: ${bytes.byteLength} bytes with sha256 ${hash} do not match the manifest ` +
-        `(${want.size} bytes, ${want.sha256}); rebuild the models (python3 build.py setup)`,
-    );
-  }
-  if (cache) {
-    const headers = {
-      "content-type": response.headers.get("content-type") ?? "application/octet-stream",
-      "content-length": String(bytes.byteLength),
-      "x-pymemory-sha256": hash,
-    };
-    try {
-      await cache.put(url, new Response(bytes, { headers }));
-    } catch (err) {
-      record.cacheError = String(err?.message ?? err); // quota: still usable this time
-    }
-  }
-  Object.assign(record, { size: bytes.byteLength, sha256: hash });
-  record.ms = performance.now() - t0;
-  loads.push(record);
-  return { bytes, ...record };
+  const manifest = await getManifest();
+  const record = await readCached(url, { cacheName: CACHE_NAME, expect: expectedFor(url, manifest) });
+  const { bytes, type, ...rest } = record;
+  loads.push(rest);
+  return record;
 }
 
 // The bytes of a model file: { bytes: Uint8Array, source: "cache" | "network", size, sha256,

@@ -1,9 +1,9 @@
 // Token counts with tiktoken's o200k_base in the browser, equal to PyPI tiktoken's
 // `len(encode_ordinary(text))`.
 //
-// Vendored from npm js-tiktoken@1.0.21 into /vendor/js-tiktoken/:
-//   chunk-VL2OQCWN.js  (dist/chunk-VL2OQCWN.js: the Tiktoken class that dist/lite.js re-exports)
-//   o200k_base.js      (dist/ranks/o200k_base.js: export default {pat_str, special_tokens, bpe_ranks})
+// From npm js-tiktoken@1.0.21's dist/ folder (configurable: init(distUrl)):
+//   chunk-VL2OQCWN.js    the Tiktoken class that dist/lite.js re-exports
+//   ranks/o200k_base.js  export default {pat_str, special_tokens, bpe_ranks}
 //
 // js-tiktoken's Tiktoken class parses the ranks. Counting itself is done here, because
 //  - its split pattern uses JavaScript's \s, which differs from tiktoken's (Rust) \s on U+0085
@@ -17,7 +17,7 @@
 
 const VENDOR = new URL("../vendor/js-tiktoken/", import.meta.url);
 const CLASS_FILE = "chunk-VL2OQCWN.js";
-const RANKS_FILE = "o200k_base.js";
+const RANKS_FILE = "ranks/o200k_base.js";
 const BASE64_IMPORT = /^import base64 from ['"]base64-js['"];$/m;
 const BASE64_SHIM =
   "const base64 = { toByteArray: (s) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0)) };";
@@ -45,7 +45,7 @@ export const name = "o200k_base";
 let state = null; // { ranks: Map<string, number>, regex: RegExp, encoder: TextEncoder, cache: Map }
 let loading = null;
 
-/** Load the vendored class and ranks (about 0.5 s); safe to call more than once. */
+/** Load the class and ranks (about 0.5 s) from js-tiktoken's dist/ folder; safe to call more than once. */
 export function init(vendorUrl = VENDOR) {
   loading ??= load(new URL(vendorUrl, import.meta.url)).catch((err) => {
     loading = null;

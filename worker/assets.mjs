@@ -1,0 +1,107 @@
+// Large files the worker needs (Pyodide's core, the wheels, the models), read through
+// Cache Storage: the first visit downloads them with byte progress, later visits read
+// them from the cache without touching the network (so a reload boots offline too).
+// A file whose bytes do not match what is expected (sha256, size) is refused loudly; a
+// cached copy that no longer matches is dropped and downloaded again.
+
+export async function sha256hex(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function openCache(name) {
+  try {
+    return await caches.open(name);
+  } catch {
+    return null; // no Cache Storage (e.g. an opaque origin): always download
+  }
+}
+
+function matches(want, size, hash) {
+  return !want || (want.sha256 === hash && (want.size == null || want.size === size));
+}
+
+// Download `url`, calling onProgress(loaded, total) as bytes arrive (total: Content-Length
+// or null). `fetchFn` is the network fetch (the worker replaces globalThis.fetch).
+async function download(url, fetchFn, onProgress) {
+  let response;
+  try {
+    response = await fetchFn(url, { cache: "no-store" });
+  } catch (err) {
+    throw new Error(`cannot fetch ${url}: ${err?.message ?? err}`);
+  }
+  if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
+  const total = Number(response.headers.get("content-length")) || null;
+  const type = response.headers.get("content-type") ?? "application/octet-stream";
+  if (!response.body) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    onProgress?.(bytes.byteLength, total ?? bytes.byteLength);
+    return { bytes, type };
+  }
+  const reader = response.body.getReader();
+  const chunks = [];
+  let loaded = 0;
+  onProgress?.(0, total);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    loaded += value.byteLength;
+    onProgress?.(loaded, total);
+  }
+  const bytes = new Uint8Array(loaded);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.byteLength;
+  }
+  return { bytes, type };
+}
+
+/**
+ * The bytes of `url`: { bytes, type, source: "cache" | "network", size, sha256, verified,
+ * replaced, ms }. Options: cacheName (null: no cache), expect ({ sha256, size } or null),
+ * onProgress(loaded, total), fetchFn.
+ */
+export async function readCached(url, options = {}) {
+  const { cacheName = null, expect = null, onProgress, fetchFn = fetch } = options;
+  const t0 = performance.now();
+  const cache = cacheName ? await openCache(cacheName) : null;
+  const record = { url, source: "network", size: 0, sha256: null, verified: !!expect };
+  const hit = cache ? await cache.match(url) : undefined;
+  if (hit) {
+    const bytes = new Uint8Array(await hit.arrayBuffer());
+    const hash = await sha256hex(bytes);
+    const stored = hit.headers.get("x-pymemory-sha256");
+    if (hash === stored && matches(expect, bytes.byteLength, hash)) {
+      onProgress?.(bytes.byteLength, bytes.byteLength);
+      const type = hit.headers.get("content-type") ?? "application/octet-stream";
+      Object.assign(record, { source: "cache", size: bytes.byteLength, sha256: hash });
+      return { bytes, type, ...record, ms: performance.now() - t0 };
+    }
+    record.replaced = hash === stored ? "stale" : "corrupt";
+    await cache.delete(url);
+  }
+  const { bytes, type } = await download(url, fetchFn, onProgress);
+  const hash = await sha256hex(bytes);
+  if (!matches(expect, bytes.byteLength, hash)) {
+    throw new Error(
+      `${url}: ${bytes.byteLength} bytes with sha256 ${hash} do not match the expected ` +
+        `${expect.size ?? "?"} bytes with sha256 ${expect.sha256}`,
+    );
+  }
+  if (cache) {
+    const headers = {
+      "content-type": type,
+      "content-length": String(bytes.byteLength),
+      "x-pymemory-sha256": hash,
+    };
+    try {
+      await cache.put(url, new Response(bytes, { headers }));
+    } catch (err) {
+      record.cacheError = String(err?.message ?? err); // quota: still usable this time
+    }
+  }
+  Object.assign(record, { size: bytes.byteLength, sha256: hash });
+  return { bytes, type, ...record, ms: performance.now() - t0 };
+}
