@@ -5,6 +5,7 @@
     python3 build.py test     set everything up and run lint + the whole test suite
     python3 build.py setup    venv + package, pinned browser assets, the pymemory wheel
     python3 build.py site     assemble a static copy of the site in dist/site
+    python3 build.py pack     the npm package: dist/pymemory-<version>.tgz (and the wheel)
     python3 build.py bench    run the benchmark scripts
 
 Uses only the standard library, so it runs on a fresh machine with plain python3.
@@ -118,6 +119,18 @@ def cmd_site(args: argparse.Namespace) -> None:
     step(f"static site in {out} (serve it with COOP/COEP headers for threaded ONNX)")
 
 
+def cmd_pack(args: argparse.Namespace) -> None:
+    setup(skip_models=True)
+    from tools import pack
+
+    try:
+        tarball = pack.pack()
+    except assets.AssetError as exc:
+        sys.exit(f"error: {exc}")
+    step(f"npm package: {tarball}")
+    step(f"Python wheel: {next(assets.WHEELS.glob('pymemory-*.whl'))}")
+
+
 def cmd_bench(args: argparse.Namespace) -> None:
     setup()
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
@@ -139,6 +152,7 @@ def main() -> None:
     p.add_argument("--skip-models", action="store_true", help="don't fetch/convert the models")
     p.set_defaults(fn=cmd_demo)
     sub.add_parser("site", help="assemble dist/site").set_defaults(fn=cmd_site)
+    sub.add_parser("pack", help="build the npm tarball and the wheel").set_defaults(fn=cmd_pack)
     p = sub.add_parser("bench", help="run benchmarks/bench_*.py")
     p.set_defaults(fn=cmd_bench)
     # Unknown arguments go through to pytest (test) or the benchmark scripts (bench).
