@@ -4,7 +4,6 @@
     python3 build.py demo     set everything up and serve the demo on http://127.0.0.1:8000
     python3 build.py test     set everything up and run lint + the whole test suite
     python3 build.py setup    venv + package, pinned browser assets, the pymemory wheel
-    python3 build.py site     assemble a static copy of the site in dist/site
     python3 build.py pack     the npm package: dist/pymemory-<version>.tgz (and the wheel)
     python3 build.py bench    run the benchmark scripts
 
@@ -104,21 +103,6 @@ def cmd_demo(args: argparse.Namespace) -> None:
         srv.shutdown()
 
 
-def cmd_site(args: argparse.Namespace) -> None:
-    setup()
-    from tools import server
-
-    out = ROOT / "dist" / "site"
-    shutil.rmtree(out, ignore_errors=True)
-    for prefix, folder in server.MOUNTS.items():
-        shutil.copytree(folder, out / prefix.strip("/"))
-    for url, page in server.PAGES.items():
-        target = out / url.strip("/") / "index.html" if url != "/" else out / "index.html"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(page, target)
-    step(f"static site in {out} (serve it with COOP/COEP headers for threaded ONNX)")
-
-
 def cmd_pack(args: argparse.Namespace) -> None:
     setup(skip_models=True)
     from tools import pack
@@ -151,7 +135,6 @@ def main() -> None:
     p.add_argument("--verbose", action="store_true", help="log every request")
     p.add_argument("--skip-models", action="store_true", help="don't fetch/convert the models")
     p.set_defaults(fn=cmd_demo)
-    sub.add_parser("site", help="assemble dist/site").set_defaults(fn=cmd_site)
     sub.add_parser("pack", help="build the npm tarball and the wheel").set_defaults(fn=cmd_pack)
     p = sub.add_parser("bench", help="run benchmarks/bench_*.py")
     p.set_defaults(fn=cmd_bench)

@@ -287,7 +287,7 @@ export interface AgentMemory {
   list(filters?: ListFilters): Promise<MemoryItem[]>;
   retrieve(query: string, options?: RetrieveOptions): Promise<Retrieval>;
   /** retrieve with `trace: true`: every candidate, its scores and why it was cut */
-  debug(query: string, options?: RetrieveOptions): Promise<Retrieval>;
+  debug(query: string, options?: RetrieveOptions): Promise<Retrieval & { trace: Candidate[] }>;
   feedback(id: string, kind: FeedbackKind): Promise<void>;
   flush(): Promise<number>;
   clear(filter?: ClearFilter): Promise<number>;

@@ -38,13 +38,25 @@ function folder(url, name) {
   return href.endsWith("/") ? href : `${href}/`;
 }
 
+// The bar moves through each phase's range by the bytes of the files that phase loads:
+// runtime 5-60% (Pyodide's core), packages 60-90% (the wheels).
+const RANGES = { runtime: [0.05, 0.6], packages: [0.6, 0.9] };
+const phaseOf = new Map(); // file URL -> the phase that started it
+
 function onFile(url, loaded, total, source) {
+  if (!phaseOf.has(url)) phaseOf.set(url, status.phase);
   const name = url.slice(url.lastIndexOf("/") + 1);
   const files = { ...status.files, [name]: { loaded, total, source } };
-  const sum = (key) => Object.values(files).reduce((n, f) => n + (f[key] ?? f.loaded), 0);
-  // Bytes of the files seen so far drive the bar between 5% and 90%.
-  const share = sum("total") ? sum("loaded") / sum("total") : 0;
-  report({ files, bytes: { loaded: sum("loaded"), total: sum("total") }, progress: 0.05 + 0.85 * share });
+  const sum = (names, key) => names.reduce((n, f) => n + (files[f][key] ?? files[f].loaded), 0);
+  const all = Object.keys(files);
+  const patch = { files, bytes: { loaded: sum(all, "loaded"), total: sum(all, "total") } };
+  const range = RANGES[phaseOf.get(url)];
+  if (range) {
+    const mine = [...phaseOf].filter(([, p]) => p === phaseOf.get(url)).map(([u]) => u.slice(u.lastIndexOf("/") + 1));
+    const share = sum(mine, "total") ? sum(mine, "loaded") / sum(mine, "total") : 0;
+    patch.progress = range[0] + (range[1] - range[0]) * share;
+  }
+  report(patch);
 }
 
 // Pyodide fetches its core files and packages with the global fetch: route those under
@@ -107,7 +119,7 @@ async function boot(options) {
   const network = cacheFetches([urls.pyodide, urls.wheels], `pymemory-runtime-${version}`, expected);
   const manifestReady = readManifest(`${urls.wheels}manifest.json`, network);
   const pyodide = await loadPyodide({ indexURL: urls.pyodide });
-  report({ phase: "packages", progress: 0.5 });
+  report({ phase: "packages", progress: RANGES.packages[0] });
   const manifest = await manifestReady;
   const wheels = [];
   for (const [key, hash] of [["numpy", "numpy_sha256"], ["pymemory", "sha256"]]) {

@@ -10,6 +10,7 @@ fails loudly, and a second visit boots from the cache, online and offline.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import threading
@@ -24,6 +25,9 @@ from tools import pack
 
 REACT = "18.3.1"
 ESBUILD = "0.28.2"
+TYPESCRIPT = "5.9.3"
+TYPES_REACT = "18.3.32"
+README = pack.ROOT / "README.md"
 
 APP_JSX = """
 import React, { useState } from "react";
@@ -94,6 +98,38 @@ WRONG_WORKER_PAGE = """<!doctype html><meta charset="utf-8"><title>wrong worker<
 """
 
 
+README_PAGE = """<!doctype html><meta charset="utf-8"><title>README example</title>
+<script>
+  window.lines = [];
+  const log = console.log.bind(console);
+  console.log = (...parts) => { window.lines.push(parts.join(" ")); log(...parts); };
+</script>
+<script type="module">
+  import("/dist/readme.js").then(() => { window.done = true; }, (e) => { window.failed = String(e); });
+</script>
+"""
+
+
+def readme_block(heading: str, lang: str, index: int = 0) -> str:
+    """The ``index``-th fenced block of ``lang`` after README's ``heading`` (lang "" = any)."""
+    text = README.read_text()
+    rest = text[text.index(heading + "\n") :]
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", rest, flags=re.MULTILINE | re.DOTALL)
+    found = [body for kind, body in blocks if kind == lang or not lang]
+    return found[index]
+
+
+def bundle(root: Path, entry: str) -> None:
+    esbuild = root / "node_modules" / ".bin" / "esbuild"
+    out = "dist/" + entry.rsplit(".", 1)[0] + ".js"
+    run = subprocess.run(
+        [str(esbuild), f"src/{entry}", "--bundle", "--format=esm", f"--outfile={out}",
+         "--jsx=automatic", "--loader:.jsx=jsx", "--log-level=error"],
+        cwd=root, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+
+
 class StaticHandler(SimpleHTTPRequestHandler):
     """A plain static file server (what an app's host does), quiet."""
 
@@ -124,17 +160,15 @@ def app(tmp_path_factory):
     assert not root.resolve().is_relative_to(pack.ROOT)
     (root / "package.json").write_text(json.dumps({"name": "app", "private": True}))
     npm("install", "--no-audit", "--no-fund", "--loglevel=error", str(tarball),
-        f"react@{REACT}", f"react-dom@{REACT}", f"esbuild@{ESBUILD}", cwd=root)  # fmt: skip
+        f"react@{REACT}", f"react-dom@{REACT}", f"esbuild@{ESBUILD}",
+        f"typescript@{TYPESCRIPT}", f"@types/react@{TYPES_REACT}", cwd=root)  # fmt: skip
     (root / "src").mkdir()
     (root / "src" / "app.jsx").write_text(APP_JSX)
-    esbuild = root / "node_modules" / ".bin" / "esbuild"
-    run = subprocess.run(
-        [str(esbuild), "src/app.jsx", "--bundle", "--format=esm", "--outfile=dist/app.js",
-         "--jsx=automatic", "--loader:.jsx=jsx", "--log-level=error"],
-        cwd=root, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
+    (root / "src" / "readme.js").write_text(readme_block("### JS client", "js"))
+    for entry in ("app.jsx", "readme.js"):
+        bundle(root, entry)
     (root / "index.html").write_text(PAGE)
+    (root / "readme.html").write_text(README_PAGE)
     (root / "plain.html").write_text(IMPORT_MAP_PAGE)
     (root / "wrong.html").write_text(WRONG_WORKER_PAGE)
     shutil.copy(root / "node_modules" / "pymemory" / "sw.mjs", root / "sw.mjs")
@@ -221,3 +255,70 @@ def test_a_second_visit_boots_from_the_cache_and_offline(context, app):
         assert "teal" in page.inner_text("#list")
     finally:
         context.set_offline(False)
+
+
+def test_readme_js_example_prints_what_readme_shows(context, app):
+    page = context.new_page()
+    page.goto(f"{app['url']}/readme.html")
+    page.wait_for_function("window.done || window.failed")
+    assert page.evaluate("window.failed ?? null") is None
+    lines = "\n".join(page.evaluate("window.lines")).splitlines()
+    shown = readme_block("### JS client", "", index=1).splitlines()
+    date = re.compile(r"\d{4}-\d{2}-\d{2}")
+    assert [date.sub("DATE", x) for x in lines] == [date.sub("DATE", x) for x in shown]
+
+
+TSCONFIG = {
+    "compilerOptions": {
+        "target": "es2022",
+        "module": "esnext",
+        "moduleResolution": "bundler",
+        "lib": ["es2022", "dom"],
+        "jsx": "react-jsx",
+        "strict": True,
+        "noEmit": True,
+        "skipLibCheck": False,
+    },
+    "include": ["ts/**/*"],
+}
+
+
+def test_readme_examples_and_the_declarations_type_check(app):
+    root = app["root"]
+    ts = root / "ts"
+    ts.mkdir(exist_ok=True)
+    (ts / "client.ts").write_text(readme_block("### JS client", "js"))
+    (ts / "hook.tsx").write_text(readme_block("### React hook", "jsx"))
+    (ts / "options.ts").write_text(TS_OPTIONS)
+    (root / "tsconfig.json").write_text(json.dumps(TSCONFIG, indent=2))
+    tsc = root / "node_modules" / ".bin" / "tsc"
+    run = subprocess.run([str(tsc), "-p", "."], cwd=root, capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-1000:]
+    # and it would fail on a type error: the check is real
+    (ts / "wrong.ts").write_text('import { createAgentMemory } from "pymemory";\n'
+                                 'createAgentMemory({ dbName: 3 });\n')  # fmt: skip
+    run = subprocess.run([str(tsc), "-p", "."], cwd=root, capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    (ts / "wrong.ts").unlink()
+    assert run.returncode != 0 and "wrong.ts" in run.stdout
+
+
+# The options and status fields README documents, as a TypeScript user writes them.
+TS_OPTIONS = """
+import { createAgentMemory, resolveAssets, MemoryError, type Status, type ErrorCode } from "pymemory";
+const memory = createAgentMemory({
+  dbName: "app", assetsUrl: "/static/pymemory/", pyodideUrl: "/static/pyodide/",
+  wheelsUrl: "/static/wheels/", modelsUrl: "/static/models/", onnxruntimeUrl: "/static/ort/",
+  tiktokenUrl: "/static/tiktoken/", workerUrl: "/static/worker.mjs", bootTimeoutMs: 30_000,
+  models: ["embedder", "summarizer"], ortThreads: 2, durability: "relaxed",
+});
+memory.onStatus((s: Status) => {
+  const files = Object.entries(s.files ?? {}).map(([name, f]) => `${name} ${f.loaded}/${f.total} ${f.source}`);
+  const models = s.models?.embedder ?? "off";
+  if (s.error) { const code: ErrorCode = s.error.code; console.log(code, files, models); }
+});
+await memory.modelsReady;
+const codes: ErrorCode[] = ["boot_failed", "worker_failed", "model_unavailable"];
+console.log(resolveAssets({ assetsUrl: "/x/" }).workerUrl, codes, MemoryError);
+"""
