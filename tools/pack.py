@@ -20,8 +20,8 @@ from .assets import WHEELS, AssetError
 ROOT = Path(__file__).resolve().parent.parent
 DIST = ROOT / "dist"
 STAGE = DIST / "npm" / "package"
-WEB_FILES = ("agent-memory.mjs", "agent-memory.d.ts", "react.mjs", "react.d.ts",
-             "react-umd.mjs", "sw.mjs")  # fmt: skip
+WEB_FILES = ("agent-memory.mjs", "agent-memory.d.ts", "connection.mjs", "errors.mjs",
+             "react.mjs", "react.d.ts", "react-umd.mjs", "sw.mjs")  # fmt: skip
 
 
 def stage() -> Path:

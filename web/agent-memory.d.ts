@@ -29,6 +29,7 @@ export type ErrorCode =
   | "closed"
   | "boot_failed"
   | "worker_failed"
+  | "leader_lost"
   | "not_ready"
   | "unknown_method"
   | "model_unavailable"
@@ -199,6 +200,8 @@ export interface Status {
   phase: "starting" | "runtime" | "packages" | "opening" | "ready" | "error";
   /** 0..1, never decreasing */
   progress: number;
+  /** this tab runs the store worker ("leader") or forwards its calls to the tab that does */
+  role?: "leader" | "follower";
   ready: boolean;
   error: { code: ErrorCode; message: string } | null;
   /** per file name (pyodide.asm.wasm, python_stdlib.zip, the wheels, ...) */
@@ -258,6 +261,8 @@ export interface CreateAgentMemoryOptions {
   tiktokenUrl?: string;
   /** `ready` rejects with boot_failed after this long (default 120000) */
   bootTimeoutMs?: number;
+  /** "shared" (default): one store worker for all tabs, run by an elected tab; "own": this page's own */
+  tabs?: "shared" | "own";
   /** onnxruntime-web WASM threads (needs a cross-origin isolated page; default 1) */
   ortThreads?: number;
   /** IndexedDB transaction durability (default "strict") */

@@ -13,7 +13,7 @@
 
 import { readCached } from "./assets.mjs";
 import * as idb from "./idb-kv.mjs";
-import * as ort from "./ort-bridge.mjs";
+import * as ort from "./model-client.mjs"; // inference runs in the model worker
 import * as tiktoken from "./tiktoken.mjs";
 
 let api = null; // the Python RpcApi
@@ -187,6 +187,7 @@ self.onmessage = async ({ data }) => {
   try {
     if (op === "init") reply = { ok: true, result: await init(data.options) };
     else if (op === "call") reply = await call(id, data.db, data.method, data.params);
+    else if (op === "modelStats") reply = { ok: true, result: await ort.stats() };
     else reply = { ok: false, error: { code: "unknown_method", message: `unknown op ${op}` } };
   } catch (err) {
     reply = { ok: false, error: { code: "internal", message: String(err?.message ?? err) } };

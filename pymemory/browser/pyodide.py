@@ -18,6 +18,7 @@ import numpy as np
 from pyodide.ffi import JsException, to_js
 
 from ..errors import StorageError, StoreClosedError, ValidationError
+from ..models.runtime import PRIORITY
 from ..storage.base import check_items, check_key
 from .api import RpcApi
 
@@ -224,7 +225,7 @@ class OrtWebSession:
             raise ValueError(f"unknown output(s) {unknown}; the model has {self.output_names}")
         js_feeds = js.Object.fromEntries(to_js([[k, _tensor_js(k, v)] for k, v in feeds.items()]))
         try:
-            res = await self._h.run(js_feeds, to_js(names))
+            res = await self._h.run(js_feeds, to_js(names), PRIORITY.get())
         except JsException as exc:
             raise RuntimeError(f"onnxruntime-web could not run {self.url}: {exc}") from None
         got = res.names.to_py()

@@ -8,10 +8,28 @@ post-processing live outside, in numpy, shared by both.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+#: The priority of inference started in this context. Runtimes that queue runs (the
+#: browser's model worker) take higher first; the query embedding of a retrieve is URGENT,
+#: background work (embedding new items, refining summaries) the default 0.
+PRIORITY: ContextVar[int] = ContextVar("pymemory_inference_priority", default=0)
+URGENT = 10
+
+
+@contextmanager
+def urgent() -> Iterator[None]:
+    """Run the inference started inside before queued background work."""
+    token = PRIORITY.set(URGENT)
+    try:
+        yield
+    finally:
+        PRIORITY.reset(token)
 
 
 @runtime_checkable

@@ -17,6 +17,7 @@ from typing import Literal
 import numpy as np
 
 from ..models.embedding import Embedder
+from ..models.runtime import urgent
 from ..storage import KvBackend
 from .catalog import Catalog
 from .vectors_kv import KvVectorStore
@@ -119,7 +120,8 @@ class DenseIndex:
         if not query.strip():
             return None, ()
         try:
-            query_vec = (await self.embedder.embed([query]))[0]
+            with urgent():  # before queued background embedding and refinement
+                query_vec = (await self.embedder.embed([query]))[0]
         except Exception as exc:  # the model failing must not break retrieval
             log.exception("query embedding failed; BM25 only")
             return None, (f"dense retrieval failed ({type(exc).__name__}); ranked by BM25",)

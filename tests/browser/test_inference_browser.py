@@ -130,9 +130,9 @@ def test_second_visit_reads_the_model_from_cache_storage(context, base_url):
     assert len(model_requests) == 1
     assert first["session"]["source"] == "network" and first["session"]["verified"]
     assert keys == [
-        "/models/minilm/config.json",
-        "/models/minilm/model.onnx",
-        "/models/minilm/tokenizer.json",
+        "/web/models/minilm/config.json",
+        "/web/models/minilm/model.onnx",
+        "/web/models/minilm/tokenizer.json",
     ]
 
     requests.clear()
@@ -158,7 +158,7 @@ def test_a_stale_cached_model_is_downloaded_again(context, base_url):
            const hash = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)),
                                    (b) => b.toString(16).padStart(2, "0")).join("");
            const cache = await caches.open("pymemory-models-v1");
-           await cache.put(new URL("/models/minilm/model.onnx", location.href).href,
+           await cache.put(new URL("/web/models/minilm/model.onnx", location.href).href,
                            new Response(bytes, { headers: { "x-pymemory-sha256": hash } }));""",
     )
     result = js(page, EMBED, {"texts": ["fresh model"]})

@@ -70,3 +70,38 @@ def test_models_load_after_boot_and_match_cpython(harness):
 
     with ThreadPoolExecutor(1) as pool:  # Playwright's sync API owns this thread's loop
         assert all(pool.submit(asyncio.run, check()).result())
+
+
+def test_calls_do_not_wait_for_a_busy_model(harness):
+    """Inference runs in the model worker: with the summarizer working through a backlog,
+    a hybrid retrieve (its query embedding queued before the background runs) and an add
+    complete long before the backlog does."""
+    got = js(
+        harness,
+        """
+        const m = pm.createAgentMemory({ dbName: "busy", models: ["embedder", "summarizer"] });
+        await m.modelsReady;
+        await m.addMany(args[0]);                         // a backlog for the summarizer
+        const order = [];
+        const idle = pm.connection().call("busy", "modelsIdle", {}).then((r) => { order.push("backlog done"); return r; });
+        await new Promise((r) => setTimeout(r, 500));     // the summarizer is mid-refinement
+        const t0 = performance.now();
+        const r = await m.retrieve("when is the design team sync?");
+        order.push("retrieve");
+        const retrieveMs = performance.now() - t0;
+        const t1 = performance.now();
+        await m.addMemory("One more note while the model works.");
+        order.push("add");
+        const addMs = performance.now() - t1;
+        const busy = await pm.connection().link.request({ op: "modelStats" });
+        const done = await idle;
+        return { order, retrieveMs, addMs, mode: r.mode, busy, done };
+        """,
+        TEXTS * 4,
+    )
+    assert got["order"] == ["retrieve", "add", "backlog done"], got["order"]
+    assert got["mode"] == "hybrid"
+    queue = got["busy"]["queue"]
+    assert queue["urgent"] >= 1  # the query embedding jumped the model worker's queue
+    assert got["done"]["summarizer"]["calls"] >= len(TEXTS) * 4
+    print(f"\nwith the summarizer busy: retrieve {got['retrieveMs']:.0f} ms, add {got['addMs']:.0f} ms")

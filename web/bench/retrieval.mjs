@@ -23,7 +23,7 @@ async function vectorsFrom(url) {
 async function remote() {
   const conn = connection();
   await conn.ready;
-  return conn.remote;
+  return { call: (db, method, params) => conn.rawCall(db, method, params) };
 }
 
 function checked(method, answer) {

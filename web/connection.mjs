@@ -1,0 +1,404 @@
+// The page's connection to the pymemory store, shared by every client of the page.
+//
+// One store worker per origin and worker URL owns the store: the tab that holds a Web Lock
+// (the leader) runs the worker; the other tabs (followers) forward their calls to it over
+// a BroadcastChannel. When the leader's tab closes or crashes, the browser releases its
+// lock and the next tab in the lock's queue takes over: it starts its own worker, which
+// loads the store from IndexedDB, and announces itself.
+//
+// Calls in flight when the leader goes: a call the old leader never acknowledged is sent
+// again to the new one (it was never applied); an acknowledged call without an answer
+// rejects with `leader_lost` (it may or may not have been applied: retry if that is safe).
+// Nothing waits forever: boot has a timeout and a worker that cannot start rejects.
+
+import { MemoryError } from "./errors.mjs";
+
+// Where the assets are. Defaults fit the npm package served as-is: the package folder
+// holds worker/ and wheels/, and the npm dependencies are its siblings in node_modules/.
+const PACKAGE_URL = new URL("./", import.meta.url).href;
+export const ASSET_DEFAULTS = Object.freeze({
+  workerUrl: "worker/memory-worker.mjs",
+  wheelsUrl: "wheels/",
+  modelsUrl: "models/",
+  pyodideUrl: "../pyodide/",
+  onnxruntimeUrl: "../onnxruntime-web/dist/",
+  tiktokenUrl: "../js-tiktoken/dist/",
+});
+export const DEFAULT_BOOT_TIMEOUT_MS = 120_000;
+
+/** The asset URLs `options` ask for: `assetsUrl` (the package folder) and per-asset overrides. */
+export function resolveAssets(options = {}) {
+  const here = globalThis.location?.href ?? PACKAGE_URL;
+  const check = (name, value) => {
+    if (value != null && typeof value !== "string" && !(value instanceof URL)) {
+      throw new MemoryError("invalid_input", `${name} must be a URL string`);
+    }
+    return value;
+  };
+  const base = new URL(check("assetsUrl", options.assetsUrl) ?? PACKAGE_URL, here).href;
+  const root = base.endsWith("/") ? base : `${base}/`;
+  const out = {};
+  for (const [name, fallback] of Object.entries(ASSET_DEFAULTS)) {
+    const url = new URL(check(name, options[name]) ?? fallback, root).href;
+    out[name] = name === "workerUrl" || url.endsWith("/") ? url : `${url}/`;
+  }
+  return out;
+}
+
+export function toJson(params) {
+  try {
+    return JSON.stringify(params ?? {}, (key, value) => {
+      if (typeof value === "function" || typeof value === "symbol") {
+        throw new TypeError(`${key || "value"} is a ${typeof value}, not JSON`);
+      }
+      if (typeof value === "number" && !Number.isFinite(value)) {
+        throw new TypeError(`${key || "value"} is ${value}, not a finite number`);
+      }
+      return value;
+    });
+  } catch (err) {
+    throw new MemoryError("invalid_input", String(err.message ?? err));
+  }
+}
+
+const wire = (err) => ({ code: err.code ?? "internal", message: String(err.message ?? err) });
+
+// --- the worker, in the leader's tab ----------------------------------------------------
+
+class WorkerLink {
+  constructor(assets, options, onStatus, onChange) {
+    this.onStatus = onStatus;
+    this.onChange = onChange;
+    this.pending = new Map(); // id -> { resolve, reject, onProgress, raw }
+    this.nextId = 1;
+    this.failure = null;
+    this.ready = new Promise((resolve, reject) => {
+      this._booted = resolve;
+      this._bootFailed = reject;
+    });
+    this.ready.catch(() => {});
+    this.status = { phase: "starting", progress: 0, ready: false, error: null };
+    const timeoutMs = options.bootTimeoutMs ?? DEFAULT_BOOT_TIMEOUT_MS;
+    const timer = setTimeout(() => {
+      const where = `${this.status.phase} ${Math.round((this.status.progress ?? 0) * 100)}%`;
+      this.fail("boot_failed", `boot timed out after ${timeoutMs} ms (at ${where})`);
+    }, timeoutMs);
+    this.ready.then(
+      () => clearTimeout(timer),
+      () => clearTimeout(timer),
+    );
+    const { bootTimeoutMs, tabs, ...workerOptions } = options;
+    try {
+      this.worker = new Worker(assets.workerUrl, { type: "module", name: "pymemory" });
+    } catch (err) {
+      this.fail("boot_failed", `cannot start the worker ${assets.workerUrl}: ${err?.message ?? err}`);
+      return;
+    }
+    this.worker.onmessage = ({ data }) => this._receive(data);
+    this.worker.onerror = (event) => {
+      event.preventDefault?.();
+      const detail = event.message || "it did not load (missing, wrong MIME type or a syntax error)";
+      if (!this.status.ready) this.fail("boot_failed", `the worker ${assets.workerUrl} failed: ${detail}`);
+    };
+    this.worker.onmessageerror = () => this.fail("worker_failed", "a worker message could not be read");
+    const folders = {
+      pyodide: assets.pyodideUrl,
+      onnxruntime: assets.onnxruntimeUrl,
+      tiktoken: assets.tiktokenUrl,
+      wheels: assets.wheelsUrl,
+      models: assets.modelsUrl,
+    };
+    this.request({ op: "init", options: { ...workerOptions, assets: folders } }).then(
+      (s) => {
+        this._status(s);
+        if (s.error) this.fail(s.error.code, s.error.message);
+        else this._booted(s);
+      },
+      (err) => this.fail(err.code ?? "boot_failed", err.message),
+    );
+  }
+
+  // `raw`: resolve with the worker's whole answer ({ ok, result | error, ms }).
+  request(message, onProgress, raw = false) {
+    if (this.failure) return Promise.reject(this.failure);
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, onProgress, raw });
+      this.worker.postMessage({ ...message, id });
+    });
+  }
+
+  async call(db, method, params, onProgress, raw = false) {
+    await this.ready;
+    return this.request({ op: "call", db, method, params }, onProgress, raw);
+  }
+
+  _status(s) {
+    this.status = s;
+    this.onStatus(s);
+  }
+
+  _receive(data) {
+    if (data.op === "status") return this._status(data.status);
+    if (data.op === "change") return this.onChange(data.db);
+    const entry = this.pending.get(data.id);
+    if (!entry) return;
+    if (data.op === "progress") {
+      try {
+        entry.onProgress?.(data.done, data.total);
+      } catch (err) {
+        console.error("pymemory: onProgress failed", err);
+      }
+      return;
+    }
+    this.pending.delete(data.id);
+    if (entry.raw) entry.resolve(data);
+    else if (data.ok) entry.resolve(data.result);
+    else entry.reject(new MemoryError(data.error.code, data.error.message));
+  }
+
+  // The worker cannot serve any more: reject `ready` and every call in flight.
+  fail(code, message) {
+    if (this.failure) return;
+    this.failure = new MemoryError(code, message);
+    this._status({ ...this.status, phase: "error", ready: false, error: { code, message } });
+    this._bootFailed(this.failure);
+    for (const { reject } of this.pending.values()) reject(this.failure);
+    this.pending.clear();
+    this.worker?.terminate();
+  }
+}
+
+// --- the page's connection: leader or follower ------------------------------------------
+
+export class Connection {
+  constructor(assets, options) {
+    this.assets = assets;
+    this.options = options;
+    this.tab = crypto.randomUUID();
+    this.role = "starting"; // "leader" | "follower"
+    this.leader = null; // the leader tab's id, as a follower
+    this.link = null; // the WorkerLink, as leader
+    this.status = { phase: "starting", progress: 0, ready: false, error: null };
+    this.statusListeners = new Set();
+    this.changeListeners = new Map(); // dbName -> Set<fn>
+    this.channels = new Map(); // dbName -> BroadcastChannel (change notices)
+    this.calls = new Map(); // id -> a follower's call: { message, acked, resolve, reject, ... }
+    this.nextId = 1;
+    this.ready = new Promise((resolve, reject) => {
+      this._resolveReady = resolve;
+      this._rejectReady = reject;
+    });
+    this.ready.catch(() => {}); // surfaced through calls and status
+    const locks = globalThis.navigator?.locks;
+    if (options.tabs === "own" || !locks || typeof BroadcastChannel === "undefined") {
+      this._lead();
+      return;
+    }
+    this.rpc = new BroadcastChannel(`pymemory-rpc:${assets.workerUrl}`);
+    this.rpc.onmessage = ({ data }) => this._onRpc(data);
+    const name = `pymemory-store:${assets.workerUrl}`;
+    const forever = () => new Promise(() => {}); // the lock is held for the page's life
+    locks.request(name, { ifAvailable: true }, (lock) => {
+      if (lock) {
+        this._lead();
+        return forever();
+      }
+      this._follow();
+      // In the queue: the next tab to take over when the leader goes.
+      locks.request(name, () => {
+        this._lead();
+        return forever();
+      });
+      return null;
+    });
+    const timeoutMs = options.bootTimeoutMs ?? DEFAULT_BOOT_TIMEOUT_MS;
+    const timer = setTimeout(() => {
+      if (this.status.ready || this.status.error) return;
+      this._setStatus({ ...this.status, phase: "error", error: { code: "boot_failed", message: `no store after ${timeoutMs} ms` } });
+      this._rejectReady(new MemoryError("boot_failed", `no store after ${timeoutMs} ms (${this.role})`));
+    }, timeoutMs);
+    this.ready.then(
+      () => clearTimeout(timer),
+      () => clearTimeout(timer),
+    );
+  }
+
+  _lead() {
+    const wasFollower = this.role === "follower";
+    this.role = "leader";
+    this.leader = this.tab;
+    this.link = new WorkerLink(
+      this.assets,
+      this.options,
+      (s) => {
+        this._setStatus({ ...s, role: "leader" });
+        this.rpc?.postMessage({ t: "status", from: this.tab, status: s });
+        if (s.ready) this._resolveReady(this.status);
+      },
+      (db) => {
+        this._emit(db, true);
+        this.rpc?.postMessage({ t: "change", db });
+      },
+    );
+    this.link.ready.catch((err) => this._rejectReady(err));
+    this.rpc?.postMessage({ t: "leader", from: this.tab });
+    if (wasFollower) this._leaderChanged();
+  }
+
+  _follow() {
+    this.role = "follower";
+    this._setStatus({ ...this.status, role: "follower" });
+    this.rpc.postMessage({ t: "hello", from: this.tab });
+  }
+
+  // A new leader: resend what the old one never acknowledged; reject what it took.
+  _leaderChanged() {
+    for (const [id, call] of this.calls) {
+      if (call.acked) {
+        this.calls.delete(id);
+        call.reject(
+          new MemoryError(
+            "leader_lost",
+            `the tab running the store closed during ${call.message.method}; it may or may not have been applied (retry if that is safe)`,
+          ),
+        );
+      } else {
+        this._send(id, call);
+      }
+    }
+  }
+
+  _send(id, call) {
+    if (this.role === "leader") {
+      this.calls.delete(id);
+      this.link
+        .call(call.message.db, call.message.method, call.message.params, call.onProgress, call.raw)
+        .then(call.resolve, call.reject);
+    } else if (this.leader) {
+      this.rpc.postMessage({ t: "call", from: this.tab, to: this.leader, id, ...call.message });
+    } // else: no leader known yet; sent when one announces itself
+  }
+
+  _onRpc(data) {
+    if (data.to && data.to !== this.tab) return;
+    if (this.role === "leader") return this._serve(data);
+    switch (data.t) {
+      case "leader":
+      case "status": {
+        const changed = this.leader !== data.from;
+        this.leader = data.from;
+        if (data.t === "status") {
+          this._setStatus({ ...data.status, role: "follower" });
+          if (data.status.ready) this._resolveReady(this.status);
+        }
+        if (changed) this._leaderChanged();
+        break;
+      }
+      case "change":
+        this._emit(data.db, false);
+        break;
+      case "ack": {
+        const call = this.calls.get(data.id);
+        if (call) call.acked = true;
+        break;
+      }
+      case "progress":
+        this.calls.get(data.id)?.onProgress?.(data.done, data.total);
+        break;
+      case "reply": {
+        const call = this.calls.get(data.id);
+        if (!call) break;
+        this.calls.delete(data.id);
+        if (call.raw) call.resolve(data.answer);
+        else if (data.answer.ok) call.resolve(data.answer.result);
+        else call.reject(new MemoryError(data.answer.error.code, data.answer.error.message));
+        break;
+      }
+    }
+  }
+
+  // As leader: answer a follower.
+  async _serve(data) {
+    if (data.t === "hello") {
+      this.rpc.postMessage({ t: "status", from: this.tab, status: this.link.status });
+      return;
+    }
+    if (data.t !== "call") return;
+    const reply = (answer) => this.rpc.postMessage({ t: "reply", to: data.from, id: data.id, answer });
+    this.rpc.postMessage({ t: "ack", to: data.from, id: data.id });
+    const progress = (done, total) =>
+      this.rpc.postMessage({ t: "progress", to: data.from, id: data.id, done, total });
+    try {
+      reply(await this.link.call(data.db, data.method, data.params, progress, true));
+    } catch (err) {
+      reply({ ok: false, error: wire(err) });
+    }
+  }
+
+  _setStatus(s) {
+    if (JSON.stringify(s) === JSON.stringify(this.status)) return;
+    this.status = { ...s };
+    for (const fn of this.statusListeners) fn(this.status);
+  }
+
+  _call(db, method, params, onProgress, raw) {
+    const message = { db, method, params: JSON.parse(toJson(params)) };
+    return new Promise((resolve, reject) => {
+      const id = `${this.tab}:${this.nextId++}`;
+      const call = { message, acked: false, resolve, reject, onProgress, raw };
+      this.calls.set(id, call);
+      this._send(id, call);
+    });
+  }
+
+  async call(dbName, method, params, onProgress) {
+    toJson(params); // bad input rejects before waiting for the store
+    await this.ready;
+    return this._call(dbName, method, params, onProgress, false);
+  }
+
+  /** For benchmarks: the worker's answer as is, with `ms` (time spent in the worker). */
+  async rawCall(dbName, method, params) {
+    await this.ready;
+    return this._call(dbName, method, params, null, true);
+  }
+
+  async loadModels(dbName, models) {
+    const want = Object.fromEntries(models.map((m) => [m, true]));
+    const mark = (state, extra = {}) =>
+      this._setStatus({
+        ...this.status,
+        models: { ...this.status.models, ...Object.fromEntries(models.map((m) => [m, state])), ...extra },
+      });
+    mark("loading");
+    try {
+      const result = await this.call(dbName, "loadModels", want);
+      mark("ready", { info: result });
+      this._emit(dbName);
+      return result;
+    } catch (err) {
+      mark("error", { error: { code: err.code, message: err.message } });
+      throw err;
+    }
+  }
+
+  onChange(dbName, fn) {
+    if (!this.changeListeners.has(dbName)) {
+      this.changeListeners.set(dbName, new Set());
+      if (typeof BroadcastChannel !== "undefined") {
+        const channel = new BroadcastChannel(`pymemory:${dbName}`);
+        channel.onmessage = () => this._emit(dbName, false);
+        this.channels.set(dbName, channel);
+      }
+    }
+    const set = this.changeListeners.get(dbName);
+    set.add(fn);
+    return () => set.delete(fn);
+  }
+
+  _emit(dbName, broadcast = true) {
+    for (const fn of this.changeListeners.get(dbName) ?? []) fn();
+    if (broadcast) this.channels.get(dbName)?.postMessage("changed");
+  }
+}

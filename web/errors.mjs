@@ -1,0 +1,29 @@
+// The error every pymemory call rejects with: a MemoryError whose `code` is stable.
+
+export const ERROR_CODES = Object.freeze([
+  "invalid_input", // wrong types, missing or unknown fields, values that are not JSON
+  "invalid_strategy", // an unknown or malformed retrieval strategy
+  "invalid_import", // a malformed JSON Lines import (message names the line)
+  "not_found", // no memory with that id (or it expired / was archived)
+  "conflict", // an imported id already exists (pass onConflict)
+  "schema_mismatch", // the database was written by a newer pymemory
+  "storage_error", // IndexedDB failed (quota, aborted transaction); nothing was written
+  "closed", // the client or database was closed
+  "boot_failed", // the worker or an asset could not load (message names the URL), or boot timed out
+  "worker_failed", // the worker stopped while calls were in flight; retry after reload
+  "leader_lost", // the tab running the store closed during the call; it may have been applied
+  "not_ready", // a call reached the worker before it was initialised
+  "unknown_method", // the worker does not know the method (version mismatch)
+  "model_unavailable", // a local model could not load (not built or not served)
+  "embedder_unavailable", // the embedding model could not load
+  "llm_error", // a model call failed (HTTP error, network, malformed reply): observer.flush
+  "internal", // a bug: please report it
+]);
+
+export class MemoryError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = "MemoryError";
+    this.code = code;
+  }
+}
