@@ -4,7 +4,6 @@
 // error code survives the trip (comlink would drop custom fields of a thrown Error).
 
 import * as Comlink from "../vendor/comlink/comlink.mjs";
-import * as idb from "./idb-kv.mjs";
 import * as ort from "./ort-bridge.mjs";
 import * as tiktoken from "./tiktoken.mjs";
 
@@ -44,7 +43,7 @@ async function boot(options) {
   if (options.autoArchiveDays != null) kwargs.auto_archive_days = options.autoArchiveDays;
   // onnxruntime-web loads lazily, on the first model use; one WASM thread unless asked.
   ort.configure({ numThreads: options.ortThreads ?? 1 });
-  api = browser.create_api.callKwargs({ ...idb, ort }, kwargs);
+  api = browser.create_api.callKwargs({ ort }, kwargs); // IndexedDB: pymemory loads its own bridge
   // Background work (the summarizer rewriting an item) tells the pages, so hooks refresh.
   api.on_change = (db, kind, id) => {
     for (const fn of changeListeners) {
