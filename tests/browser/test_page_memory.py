@@ -3,6 +3,7 @@
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -159,3 +160,19 @@ def test_page_memory_checks_its_timeout():
         PageMemory(object(), timeout_ms=0)
     with pytest.raises(TypeError):
         PageMemory(object(), timeout_ms="60")
+
+
+def test_find_chromium_names_a_real_browser_or_says_why_not(monkeypatch):
+    from pymemory.testing import find_chromium
+
+    monkeypatch.delenv("PYMEMORY_CHROMIUM", raising=False)
+    assert find_chromium(None) is None  # nothing asked: Playwright's own browser
+    assert find_chromium("auto") == shutil.which("chromium")
+    assert find_chromium("chromium") == shutil.which("chromium")
+    monkeypatch.setenv("PYMEMORY_CHROMIUM", "/usr/bin/chromium")
+    assert find_chromium(None) == "/usr/bin/chromium"
+    with pytest.raises(ValueError, match="no such executable"):
+        find_chromium("/no/such/chromium")
+    monkeypatch.setenv("PATH", "/nowhere")
+    with pytest.raises(ValueError, match="none of chromium"):
+        find_chromium("auto")

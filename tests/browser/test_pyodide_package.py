@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import re
 import textwrap
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -21,6 +23,8 @@ from browserkit import BOOT_TIMEOUT_MS, watch_errors
 
 from pymemory import Memory
 from tools.assets import VENDOR, WHEELS
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 PAGE = """<!doctype html>
 <meta charset="utf-8">
@@ -34,6 +38,18 @@ import micropip
 await micropip.install("${new URL("./WHEEL", location.href).href}")
 `);
   window.pyodide = pyodide;
+  document.body.dataset.ready = "1";
+</script>
+"""
+
+# Only Pyodide and micropip: README's snippet installs the wheel itself.
+BARE_PAGE = """<!doctype html>
+<meta charset="utf-8">
+<title>my notebook, before pymemory</title>
+<script type="module">
+  import { loadPyodide } from "./pyodide/pyodide.mjs";
+  window.pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", location.href).href });
+  await window.pyodide.loadPackage("micropip");
   document.body.dataset.ready = "1";
 </script>
 """
@@ -126,6 +142,7 @@ def site(tmp_path_factory):
     (root / wheel).symlink_to(WHEELS / wheel)
     (root / "index.html").write_text(PAGE.replace("WHEEL", wheel))
     (root / "worker.html").write_text(WORKER_PAGE)
+    (root / "bare.html").write_text(BARE_PAGE)
     (root / "worker.mjs").write_text(WORKER.replace("WHEEL", wheel))
     server = ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(StaticFiles, directory=str(root))
@@ -251,3 +268,24 @@ def test_open_memory_rejects_bad_arguments_with_typed_errors(context, site):
     )
     caught = json.loads(page.evaluate("(code) => window.pyodide.runPythonAsync(code)", code))
     assert caught == ["ValidationError", "ValidationError", "StoreClosedError"]
+
+
+def test_readmes_pyodide_snippet_prints_what_readme_shows(context, site):
+    base, wheel = site
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("### In your own Pyodide") :]
+    code, shown = re.findall(r"```(?:python)?\n(.*?)```", section, re.S)[:2]
+    url = "https://your.site/wheels/pymemory_agent-0.1.0-py3-none-any.whl"
+    assert url in code and url.endswith(wheel), "README names the wheel this build makes"
+    page = open_page(context, f"{base}/bare.html", [])
+    printed: list[str] = []
+    page.on("console", lambda msg: printed.append(msg.text))
+    page.wait_for_function("document.body.dataset.ready === '1'", timeout=BOOT_TIMEOUT_MS)
+    page.evaluate(
+        "(code) => window.pyodide.runPythonAsync(code)", code.replace(url, f"{base}/{wheel}")
+    )
+    date = re.compile(r"\[message \d{4}-\d{2}-\d{2}\]")
+    assert [date.sub("[message DATE]", line) for line in printed if "message" in line] == [
+        date.sub("[message DATE]", shown.strip())
+    ]
+    assert page.errors == []
