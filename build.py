@@ -29,7 +29,7 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".pymemory-setup"
-EXTRAS = "test,bench,models"
+EXTRAS = "test,bench,models,testing"
 
 
 def step(msg: str) -> None:
@@ -72,8 +72,12 @@ def setup_venv() -> None:
     want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + EXTRAS.encode()).hexdigest()
     if STAMP.exists() and STAMP.read_text() == want:
         return
-    step(f"installing pymemory[{EXTRAS}] (editable) into {VENV}")
+    step(f"installing pymemory-agent[{EXTRAS}] (editable) into {VENV}")
     run(PY, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--upgrade", "pip")
+    # The distribution was called `pymemory` before: drop that one (same files, an old
+    # console script and no pytest plugin). pip only warns when it is not installed.
+    subprocess.run([PY, "-m", "pip", "uninstall", "-y", "-q", "pymemory"], cwd=ROOT,
+                   stderr=subprocess.DEVNULL)  # fmt: skip
     run(PY, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-e", f".[{EXTRAS}]")
     STAMP.write_text(want)
 
@@ -112,7 +116,7 @@ def cmd_pack(args: argparse.Namespace) -> None:
     except assets.AssetError as exc:
         sys.exit(f"error: {exc}")
     step(f"npm package: {tarball}")
-    step(f"Python wheel: {next(assets.WHEELS.glob('pymemory-*.whl'))}")
+    step(f"Python wheel: {next(assets.WHEELS.glob(assets.WHEEL_GLOB))}")
 
 
 def cmd_bench(args: argparse.Namespace) -> None:

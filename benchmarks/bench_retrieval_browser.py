@@ -97,7 +97,7 @@ def build_wheel(dest: Path, given: Path | None = None) -> str:
              "--disable-pip-version-check", "-w", str(dest), str(ROOT)],
             check=True,
         )  # fmt: skip
-    (wheel,) = dest.glob("pymemory-*.whl")
+    (wheel,) = dest.glob("pymemory_agent-*.whl")
     digest = sha256(wheel)
     (dest / "manifest.json").write_text(json.dumps({"pymemory": wheel.name, "sha256": digest}))
     return digest

@@ -1,4 +1,4 @@
-"""A short tour of pymemory in CPython: the README's Python output comes from this script."""
+"""README's Python tour, as is: its output is the one README shows (tests/test_package.py)."""
 
 import asyncio
 import tempfile
@@ -8,7 +8,7 @@ from pymemory import Memory, by_tag, compose, time_window
 
 
 async def main() -> None:
-    path = Path(tempfile.mkdtemp()) / "demo.db"
+    path = Path(tempfile.mkdtemp()) / "demo.db"  # a SQLite file; Memory.open(None): in memory
     async with await Memory.open(path) as memory:
         pref = await memory.add(
             "Hi! Thanks for yesterday. From now on I prefer answers as tables, not bullet lists.",
@@ -22,16 +22,16 @@ async def main() -> None:
             "department) and member (read only). It goes live next Tuesday.",
             tags=["meeting", "permissions"],
         )
-        await memory.add(
+        await memory.add(  # forgotten after a minute
             '{"city": "Beijing", "temp_c": 23, "sky": "cloudy"}', type="tool_result", ttl_ms=60_000
         )
         await memory.add("用户要求把 Python 脚本改成支持 CSV 导出。", tags=["code"])
 
         result = await memory.retrieve("write the meeting minutes: roles and go-live date")
         print(f"\nretrieve -> {len(result.items)} item(s), {result.tokens_used} tokens")
-        print(result.text)
+        print(result.text)  # the lines to inject into the prompt
 
-        await memory.feedback(pref.id, "important")
+        await memory.feedback(pref.id, "important")  # batched, flushed every 3 s
         result = await memory.retrieve(
             "meeting roles", compose(time_window(hours=24), by_tag("meeting")), trace=True
         )
@@ -43,7 +43,7 @@ async def main() -> None:
             )
 
         print("\nCSV 导出 ->", (await memory.retrieve("CSV 导出")).items[0].content)
-        print("\nstats:", await memory.stats())
+        print("token counter:", (await memory.stats())["token_counter"])
 
 
 asyncio.run(main())

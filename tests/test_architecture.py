@@ -45,7 +45,7 @@ def layer_of(module: str) -> str:
     if module == "pymemory":
         return "root"
     head = parts[1]
-    if head in ("errors", "item"):
+    if head in ("errors", "item", "paths"):
         return "base"
     if head == "memory":
         return "facade"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MANIFEST = ROOT / "models" / "manifest.json"
+MANIFEST = ROOT / "pymemory" / "models" / "manifest.json"
 MODELS = ROOT / ".cache" / "models"
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 SETUP = "run `python3 build.py setup` (it calls tools.models.build_models)"

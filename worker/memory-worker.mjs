@@ -12,7 +12,6 @@
 // Errors travel as { code, message } so the stable code survives the trip.
 
 import { readCached } from "./assets.mjs";
-import * as idb from "./idb-kv.mjs";
 import * as ort from "./model-client.mjs"; // inference runs in the model worker
 import * as tiktoken from "./tiktoken.mjs";
 
@@ -148,7 +147,7 @@ async function boot(options) {
     modelsUrl: urls.models,
     manifestUrl: `${urls.models}build.json`,
   });
-  api = browser.create_api.callKwargs({ ...idb, ort }, kwargs);
+  api = browser.create_api.callKwargs({ ort }, kwargs); // IndexedDB: the wheel's own bridge
   // Background work (the summarizer rewriting an item) tells the pages, so hooks refresh.
   api.on_change = (db, kind, itemId) => post({ op: "change", db, kind, itemId });
   report({ phase: "ready", progress: 1, ready: true, bootMs: performance.now() - t0 });

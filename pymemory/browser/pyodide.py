@@ -1,9 +1,16 @@
 """The browser boundary: the one module that knows it runs in Pyodide.
 
-``IndexedDbKv`` is the KvBackend over the JS bridge in ``worker/idb-kv.mjs``. Batches
-cross the boundary as one Uint8Array of concatenated values plus a list of lengths, so a
-1000-item batch is one conversion, not 1000. ``create_api(bridge)`` builds the RpcApi the
-worker exposes to pages.
+``IndexedDbKv`` is the KvBackend over IndexedDB. Its JS half, ``idb_kv.mjs``, ships in the
+wheel beside this module and is imported by pymemory itself (:func:`idb_bridge`), so any
+Pyodide works after ``micropip.install(<wheel url>)``: a page's own, PyScript, JupyterLite,
+main thread or worker; no pymemory worker and no script tag::
+
+    from pymemory.browser.pyodide import open_memory
+    memory = await open_memory("my-notes")          # a Memory over IndexedDB "my-notes"
+
+Batches cross the boundary as one Uint8Array of concatenated values plus a list of lengths,
+so a 1000-item batch is one conversion, not 1000. ``create_api()`` builds the RpcApi the
+pymemory worker exposes to pages.
 """
 
 from __future__ import annotations
@@ -11,16 +18,47 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
+from importlib import resources
 from typing import Any
 
 import js
 import numpy as np
+from pyodide.code import run_js
 from pyodide.ffi import JsException, to_js
 
 from ..errors import StorageError, StoreClosedError, ValidationError
+from ..memory import Memory
 from ..models.runtime import PRIORITY
 from ..storage.base import check_items, check_key
 from .api import RpcApi
+
+#: The JS half of IndexedDbKv, package data of pymemory.browser.
+IDB_BRIDGE_FILE = "idb_kv.mjs"
+_idb_bridge: asyncio.Future[Any] | None = None
+
+
+async def _import_bridge() -> Any:
+    source = resources.files(__package__).joinpath(IDB_BRIDGE_FILE).read_text(encoding="utf-8")
+    options = js.Object.fromEntries(to_js([["type", "text/javascript"]]))
+    url = js.URL.createObjectURL(js.Blob.new(to_js([source]), options))
+    try:
+        return await run_js("(url) => import(url)")(url)
+    except JsException as exc:
+        raise StorageError(
+            f"cannot load pymemory's IndexedDB bridge ({IDB_BRIDGE_FILE}) through a Blob URL: "
+            f"{exc}. A Content-Security-Policy must allow blob: scripts (script-src blob:)."
+        ) from None
+    finally:
+        js.URL.revokeObjectURL(url)
+
+
+async def idb_bridge() -> Any:
+    """The IndexedDB bridge module (``idb_kv.mjs`` from the wheel), imported once per
+    interpreter through a Blob URL. Raises StorageError if this JS realm cannot import it."""
+    global _idb_bridge
+    if _idb_bridge is None or (_idb_bridge.done() and _idb_bridge.exception() is not None):
+        _idb_bridge = asyncio.ensure_future(_import_bridge())
+    return await asyncio.shield(_idb_bridge)
 
 
 def _to_uint8(blob: bytes) -> Any:
@@ -52,7 +90,16 @@ class IndexedDbKv:
         self._closed = False
 
     @classmethod
-    async def open(cls, bridge: Any, name: str, durability: str = "strict") -> IndexedDbKv:
+    async def open(cls, name: str, durability: str = "strict") -> IndexedDbKv:
+        """Open (creating if needed) the IndexedDB database ``name``. ``durability`` is
+        ``"strict"`` (a write resolves once it is on disk) or ``"relaxed"``."""
+        if not isinstance(name, str) or not name:
+            raise ValidationError("the IndexedDB database name must be a non-empty string")
+        if durability not in ("strict", "relaxed"):
+            raise ValidationError(f"durability must be 'strict' or 'relaxed', not {durability!r}")
+        bridge = await idb_bridge()
+        if getattr(js, "indexedDB", None) is None:
+            raise StorageError("this JS runtime has no IndexedDB (a browser page or worker has)")
         try:
             handle = await bridge.open(name, durability)
         except JsException as exc:
@@ -140,11 +187,32 @@ class JsTokenCounter:
         return int(self._count(text))
 
 
-def create_api(bridge: Any, *, durability: str = "strict", **memory_options: Any) -> RpcApi:
-    """The API the worker exposes: one Memory per IndexedDB database name."""
+async def open_memory(
+    name: str = "pymemory", *, durability: str = "strict", **memory_options: Any
+) -> Memory:
+    """A :class:`~pymemory.Memory` over the IndexedDB database ``name``, in this Pyodide
+    (no pymemory worker needed). ``memory_options`` go to ``Memory.open`` (e.g.
+    ``token_counter``, ``embedder``); ``await memory.close()`` closes the database too.
+    Token budgets count o200k_base with the ranks in the wheel (pure Python here)."""
+    kv = await IndexedDbKv.open(name, durability)
+    try:
+        memory = await Memory.open(kv, **memory_options)
+    except BaseException:
+        await kv.close()
+        raise
+    memory._owns_kv = True  # opened here, so close() closes it (as for a SQLite path)
+    return memory
+
+
+def create_api(
+    bridge: Any = None, *, durability: str = "strict", **memory_options: Any
+) -> RpcApi:
+    """The API the pymemory worker exposes: one Memory per IndexedDB database name. The
+    IndexedDB bridge is pymemory's own (:func:`idb_bridge`); ``bridge`` carries the other
+    JS bridges of the worker, if any (``bridge.ort``: onnxruntime-web)."""
 
     async def kv_factory(name: str) -> IndexedDbKv:
-        return await IndexedDbKv.open(bridge, name, durability)
+        return await IndexedDbKv.open(name, durability)
 
     if "token_counter" not in memory_options:
         # A worker without worker/tiktoken.mjs falls back to the heuristic counter.

@@ -433,9 +433,9 @@ def _join(location: str, name: str) -> str:
 
 
 def find_smollm2_dir() -> Path | None:
-    """``<models>/smollm2`` with a model.onnx: ``$PYMEMORY_MODELS``, then ``.cache/models``
-    in the current folder or above it, then beside this checkout."""
-    from ..models.minilm import find_model_dir
+    """``<models>/smollm2`` with a model.onnx, found as :mod:`pymemory.models.local` says
+    (``$PYMEMORY_MODELS``, a checkout's ``.cache/models``, the user's models folder)."""
+    from ..models.local import find_model_dir
 
     return find_model_dir("smollm2")
 
@@ -471,10 +471,9 @@ async def load_smollm2_refiner(
     if model_dir is None:
         found = find_smollm2_dir()
         if found is None:
-            raise SummarizerUnavailableError(
-                "the SmolLM2 model is not built: no .cache/models/smollm2/model.onnx found (run "
-                "python3 build.py setup, or set PYMEMORY_MODELS to the models folder)"
-            )
+            from ..models.local import missing_model_message
+
+            raise SummarizerUnavailableError(missing_model_message("smollm2", "SmolLM2 summarizer"))
         model_dir = found
     location = os.fspath(model_dir)
     from ..models.tokenizers import load_tokenizer

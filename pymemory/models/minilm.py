@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from .embedding import EmbedderUnavailableError
+from .local import find_model_dir, missing_model_message
 from .runtime import InferenceRuntime, InferenceSession
 
 __all__ = ["MINILM_DEFAULTS", "MiniLmEmbedder", "find_model_dir", "load_minilm"]
@@ -208,23 +209,6 @@ class MiniLmEmbedder:
 # --- loading ---------------------------------------------------------------------------
 
 
-def find_model_dir(name: str = "minilm") -> Path | None:
-    """``<models>/<name>`` with a model.onnx in it: ``$PYMEMORY_MODELS``, then
-    ``.cache/models`` in the current folder or one above it, then beside this checkout."""
-    roots: list[Path] = []
-    env = os.environ.get("PYMEMORY_MODELS")
-    if env:
-        roots.append(Path(env).expanduser())
-    here = Path.cwd().resolve()
-    roots += [p / ".cache" / "models" for p in (here, *here.parents)]
-    roots.append(Path(__file__).resolve().parents[2] / ".cache" / "models")
-    for root in roots:
-        folder = root / name
-        if (folder / "model.onnx").is_file():
-            return folder
-    return None
-
-
 async def _read(runtime: Any, location: str) -> bytes:
     reader = getattr(runtime, "read_bytes", None)
     if reader is not None:
@@ -256,10 +240,7 @@ async def load_minilm(
     if model_dir is None:
         found = find_model_dir("minilm")
         if found is None:
-            raise EmbedderUnavailableError(
-                "the MiniLM model is not built: no .cache/models/minilm/model.onnx found (run "
-                "python3 build.py setup, or set PYMEMORY_MODELS to the models folder)"
-            )
+            raise EmbedderUnavailableError(missing_model_message("minilm", "MiniLM embedder"))
         model_dir = found
     location = os.fspath(model_dir)
     from .tokenizers import load_tokenizer

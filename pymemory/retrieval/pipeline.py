@@ -321,7 +321,9 @@ def _no_match_rows(
 ) -> list[Candidate]:
     live = catalog.live_slots()
     rest = live[~np.isin(live, matched)]
-    rest = rest[np.argsort(-catalog.ts[rest], kind="stable")][:NO_MATCH_TRACE_LIMIT]
+    # Newest first; items of the same millisecond: the later written (higher slot) first,
+    # so the order does not depend on how fast the writes were.
+    rest = rest[np.lexsort((-rest, -catalog.ts[rest]))][:NO_MATCH_TRACE_LIMIT]
     decay = decay_factor(plan, catalog.ts[rest], now_ms)
     fbw = feedback_factor(plan, catalog.net_feedback[rest], catalog.important[rest])
     rows = []

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -111,20 +112,42 @@ class TokenizerCounter:
         return len(self._tokenizer.tokenize_ids(text))
 
 
+RANKS_ENV = "PYMEMORY_O200K_RANKS"
+
+log = logging.getLogger("pymemory")
+
+
 def o200k_ranks_path() -> Path | None:
-    """Where the o200k_base ranks are: ``$PYMEMORY_O200K_RANKS``, or the file
-    ``python3 build.py setup`` writes in a checkout's ``.cache``; None if neither exists."""
-    env = os.environ.get("PYMEMORY_O200K_RANKS")
-    candidates = [Path(env)] if env else []
-    candidates.append(
-        Path(__file__).resolve().parents[2] / ".cache/models/tokenizers/o200k/o200k_base.tiktoken"
-    )
-    return next((p for p in candidates if p.is_file()), None)
+    """Where the o200k_base ranks are: ``$PYMEMORY_O200K_RANKS`` if set, else the file the
+    wheel ships (``pymemory/models/tokenizers/o200k_base.tiktoken``; in a checkout
+    ``python3 build.py setup`` writes it); None if there is none. A set variable that names
+    no file is an error, not a reason to look elsewhere."""
+    from ..models.tokenizers.tiktoken_bpe import O200K_RANKS_FILE
+
+    env = os.environ.get(RANKS_ENV)
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"{RANKS_ENV}={env} is not a file (an o200k_base.tiktoken)")
+        return path
+    return O200K_RANKS_FILE if O200K_RANKS_FILE.is_file() else None
 
 
 @functools.cache
 def default_token_counter() -> TokenCounter:
-    """Exact o200k_base counts when the ranks are available, else the heuristic. One
-    shared instance (counters are stateless; loading the ranks takes a moment)."""
+    """Exact o200k_base counts from the packaged ranks (or ``$PYMEMORY_O200K_RANKS``). Only
+    if there are none, the heuristic estimate, with a logged warning: ``stats()``'s
+    ``token_counter`` then says ``heuristic``. One shared instance (counters are stateless;
+    loading the ranks takes a moment)."""
     path = o200k_ranks_path()
-    return HeuristicTokenCounter() if path is None else TiktokenCounter(path)
+    if path is None:
+        log.warning(
+            "exact o200k_base token counting is unavailable: this pymemory has no "
+            "o200k_base.tiktoken (a checkout needs `python3 build.py setup`; an install from "
+            "the wheel has it). Token budgets use a heuristic estimate, which can be off by 2x "
+            "on one string; stats()['token_counter'] is 'heuristic'. Set %s to an "
+            "o200k_base.tiktoken file, or pass token_counter=.",
+            RANKS_ENV,
+        )
+        return HeuristicTokenCounter()
+    return TiktokenCounter(path)

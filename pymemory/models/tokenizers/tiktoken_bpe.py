@@ -25,6 +25,9 @@ O200K_PAT_STR = "|".join(
 )  # fmt: skip
 O200K_SPECIAL_TOKENS = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
 O200K_N_RANKS = 199998
+#: The o200k_base ranks shipped in the wheel (generated at build time from npm js-tiktoken
+#: by ``tools/tokenizer_assets.fetch_o200k_ranks``; sha256 equal to tiktoken's own file).
+O200K_RANKS_FILE = Path(__file__).with_name("o200k_base.tiktoken")
 
 _CACHE_LIMIT = 100_000
 

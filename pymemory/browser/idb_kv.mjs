@@ -1,4 +1,7 @@
-// The IndexedDB side of pymemory's KvBackend (Python: pymemory/browser.py IndexedDbKv).
+// The IndexedDB side of pymemory's KvBackend (Python: pymemory/browser/pyodide.py IndexedDbKv).
+// Shipped inside the wheel as package data; pymemory imports it itself (through a Blob URL)
+// in whatever Pyodide runs it: the pymemory worker, or a page's or notebook's own Pyodide.
+// Self-contained on purpose: a Blob-URL module cannot import relative paths.
 // One database per store, one object store "kv". Keys are stored as UTF-8 bytes: IndexedDB
 // orders binary keys bytewise, which is Unicode code point order, the order the KV
 // protocol promises (plain string keys would sort by UTF-16 code units).
