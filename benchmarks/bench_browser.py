@@ -54,7 +54,8 @@ BOOT = """async () => {
   const m = window.pymemory.createAgentMemory({ dbName: "bench" });
   await m.ready;
   const sources = Object.values(m.status.files ?? {}).map((f) => f.source);
-  return { totalMs: performance.now() - t0, workerBootMs: m.status.bootMs, sources };
+  return { totalMs: performance.now() - t0, workerBootMs: m.status.bootMs, sources,
+           phaseMs: m.status.phaseMs };
 }"""
 
 TIMED = """async ([db, method, paramsList, durability]) => {
@@ -119,6 +120,10 @@ def report(out: dict, version: str, rounds: int) -> str:
         "| pymemory worker to ready (Pyodide + numpy + wheel + o200k ranks + open) "
         f"| {c['pymemory_worker_ms']:.0f} |",
         f"| overhead over bare Pyodide | {over_bare:.0f}% |",
+        "| boot phases, first visit (ms) | "
+        + ", ".join(f"{k} {v:.0f}" for k, v in c["phases_first_visit_ms"].items()) + " |",
+        "| boot phases, second visit (ms) | "
+        + ", ".join(f"{k} {v:.0f}" for k, v in c["phases_second_visit_ms"].items()) + " |",
         "| second visit, same profile: pymemory worker to ready (boot files from "
         f"{'/'.join(c['second_visit_sources'])}) | {c['pymemory_second_visit_ms']:.0f} |",
         f"| overhead over bare Pyodide + numpy | {over_numpy:.0f}% |",
@@ -172,7 +177,13 @@ def main() -> int:
         bare_np_ms = statistics.median(r["totalMs"] for r in bare_np)
         boot_ms = statistics.median(r["workerBootMs"] for r in boot)
         boot_page_ms = statistics.median(r["totalMs"] for r in boot)
+        def median_phases(runs: list[dict]) -> dict[str, float]:
+            return {k: statistics.median(r["phaseMs"][k] for r in runs) for k in runs[0]["phaseMs"]}
+
+        phases, warm_phases = median_phases(boot), median_phases(warm)
         out["cold_start"] = {
+            "phases_first_visit_ms": phases,
+            "phases_second_visit_ms": warm_phases,
             "pymemory_second_visit_ms": statistics.median(r["workerBootMs"] for r in warm),
             "second_visit_sources": sorted({s for r in warm for s in r["sources"]}),
             "bare_pyodide_ms": bare_ms,

@@ -211,6 +211,8 @@ export interface Status {
   /** the asset folders the worker loads from */
   assets?: Record<"pyodide" | "onnxruntime" | "tiktoken" | "wheels" | "models", string>;
   bootMs?: number;
+  /** milliseconds each boot phase took (starting, runtime, packages, opening), once ready */
+  phaseMs?: Partial<Record<"starting" | "runtime" | "packages" | "opening", number>>;
   /** local models asked for with `models`: their state, and `info`/`error` once known */
   models?: Partial<Record<ModelName, ModelState>> & {
     info?: Record<string, unknown>;

@@ -12,10 +12,12 @@
 // Errors travel as { code, message } so the stable code survives the trip.
 
 import { readCached } from "./assets.mjs";
-import * as ort from "./model-client.mjs"; // inference runs in the model worker
+import * as modelWorker from "./model-client.mjs"; // inference in the model worker
+import * as sameThread from "./ort-bridge.mjs"; // inference on this thread (modelWorker: false)
 import * as tiktoken from "./tiktoken.mjs";
 
 let api = null; // the Python RpcApi
+let ort = modelWorker; // the inference bridge Python uses
 let booting = null;
 let status = { phase: "starting", progress: 0, ready: false, error: null, files: {} };
 
@@ -23,7 +25,16 @@ function post(message) {
   self.postMessage(message);
 }
 
+const phaseStart = { at: performance.now(), phase: "starting" };
+const phaseMs = {}; // how long each boot phase took, in status.phaseMs once ready
+
 function report(patch) {
+  if (patch.phase && patch.phase !== phaseStart.phase) {
+    const now = performance.now();
+    phaseMs[phaseStart.phase] = Math.round(now - phaseStart.at);
+    Object.assign(phaseStart, { at: now, phase: patch.phase });
+    if (patch.phase === "ready") patch = { ...patch, phaseMs: { ...phaseMs } };
+  }
   status = { ...status, ...patch };
   if (patch.progress != null) status.progress = Math.max(status.progress, patch.progress);
   post({ op: "status", status });
@@ -141,6 +152,8 @@ async function boot(options) {
   if (options.feedbackFlushMs != null) kwargs.feedback_flush_s = options.feedbackFlushMs / 1000;
   if (options.autoArchiveDays != null) kwargs.auto_archive_days = options.autoArchiveDays;
   // onnxruntime-web loads lazily, on the first model use; one WASM thread unless asked.
+  // It runs in the model worker unless `modelWorker: false` (for comparisons).
+  ort = options.modelWorker === false ? sameThread : modelWorker;
   ort.configure({
     numThreads: options.ortThreads ?? 1,
     ortUrl: urls.onnxruntime,
