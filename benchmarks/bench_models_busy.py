@@ -58,13 +58,13 @@ RUN = """async ([text, adds, queries, backlog, models, modelWorker]) => {
     : false;
   const inWorker = models && modelWorker !== false;
   const stats = inWorker ? await conn.link.request({ op: "modelStats" }) : null;
-  const queue = stats?.queue ?? null;
-  return { add, retrieve, stillBusy, queue };
+  const queues = stats && { background: stats.background?.queue, urgent: stats.urgent?.queue };
+  return { add, retrieve, stillBusy, queues };
 }"""
 
 
 def summary(values: list[float]) -> str:
-    return f"{statistics.median(values):.1f} / {pct(values, 0.95):.1f}"
+    return f"{pct(values, 50):.1f} / {pct(values, 95):.1f}"
 
 
 def main() -> int:
@@ -84,7 +84,7 @@ def main() -> int:
     srv = server.start()
     base = f"http://127.0.0.1:{srv.server_address[1]}"
     out: dict = {"machine": machine_info(), "date": str(dt.date.today()), "args": vars(args)}
-    out["args"].pop("json")
+    out["args"] = {k: v for k, v in out["args"].items() if k != "json"}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS)
         out["chromium"] = browser.version
