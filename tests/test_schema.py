@@ -74,7 +74,9 @@ async def test_v1_store_opens_as_v2():
         "id": item_id, "type": "message", "timestamp": 1, "content": "hello v1",
         "metadata": {"source": "api", "confidence": 1.0, "references": []},
     }  # fmt: skip
-    await kv.put_many([("meta:schema", b'{"version": 1}'), ("mem:" + item_id, json.dumps(record).encode())])
+    await kv.put_many(
+        [("meta:schema", b'{"version": 1}'), ("mem:" + item_id, json.dumps(record).encode())]
+    )
     mem = await Memory.open(kv)
     assert mem.schema_migrated_from == 1
     assert json.loads(await kv.get("meta:schema")) == {"version": 2}
