@@ -1,6 +1,7 @@
 // pymemory's JavaScript client: createAgentMemory() talks to the pymemory Web Worker
 // (Pyodide + IndexedDB) through comlink. All clients of a page share one worker.
-// Failures reject with a MemoryError whose `code` is stable (see ERROR_CODES).
+// Failures reject with a MemoryError whose `code` is stable (see ERROR_CODES); a client
+// method never throws synchronously (bad arguments reject too).
 
 import * as Comlink from "comlink";
 
@@ -9,7 +10,7 @@ export const ERROR_CODES = Object.freeze([
   "invalid_strategy", // an unknown or malformed retrieval strategy
   "invalid_import", // a malformed JSON Lines import (message names the line)
   "not_found", // no memory with that id (or it expired / was archived)
-  "conflict", // an imported id already exists (pass onConflict)
+  "conflict", // an imported id exists (pass onConflict), or the item left expectedVersion
   "schema_mismatch", // the database was written by a newer pymemory
   "storage_error", // IndexedDB failed (quota, aborted transaction); nothing was written
   "closed", // the client or database was closed
@@ -140,7 +141,9 @@ class Connection {
     const progress = onProgress ? Comlink.proxy(onProgress) : undefined;
     let answer;
     try {
-      answer = await this.remote.call(dbName, method, JSON.parse(json), progress);
+      // The JSON text itself goes to the worker: a structured clone of deeply nested
+      // parameters can fail on the worker's side and the call would never settle.
+      answer = await this.remote.call(dbName, method, json, progress);
     } catch (err) {
       throw new MemoryError("internal", `worker call failed: ${err?.message ?? err}`);
     }
@@ -280,7 +283,7 @@ export function createAgentMemory(options = {}) {
       return conn.onChange(dbName, fn);
     },
 
-    addMemory(input) {
+    async addMemory(input) {
       const params = typeof input === "string" ? { text: input } : asObject("input", input);
       return call("addMemory", { scope, ...params });
     },
@@ -293,15 +296,15 @@ export function createAgentMemory(options = {}) {
       });
     },
     get: (id) => call("get", { id }),
-    update: (id, changes) => call("update", { ...asObject("changes", changes), id }),
+    update: async (id, changes) => call("update", { ...asObject("changes", changes), id }),
     delete: (id) => call("delete", { id }),
-    list(filters) {
+    async list(filters) {
       const f = asObject("filters", filters);
       return call("list", "scope" in f ? stripNull(f) : { scope, ...f });
     },
     // Searches every scope unless `scope` is given: a `user` preference should inform a
     // `conversation` question.
-    retrieve(query, opts) {
+    async retrieve(query, opts) {
       const o = asObject("options", opts);
       const { scope: only, ...rest } = o;
       let strat = "strategy" in rest ? rest.strategy : resolved.strategy;
@@ -312,23 +315,23 @@ export function createAgentMemory(options = {}) {
       }
       return call("retrieve", { query, ...rest, strategy: strat ?? null });
     },
-    debug(query, opts) {
+    async debug(query, opts) {
       return client.retrieve(query, { ...asObject("options", opts), trace: true });
     },
     // Resolves once the feedback is stored (a page may close right after a click); pass
     // { durable: false } to only queue it for the worker's next batch.
-    feedback: (id, kind, opts) => call("feedback", { id, kind, ...asObject("options", opts) }),
+    feedback: async (id, kind, opts) => call("feedback", { id, kind, ...asObject("options", opts) }),
     flush: () => call("flush", {}),
-    clear(filter) {
+    async clear(filter) {
       const f = asObject("filter", filter);
       return call("clear", Object.keys(f).length ? stripNull(f) : { scope });
     },
-    archiveOlderThan: (days, opts) => call("archiveOlderThan", { days, ...asObject("options", opts) }),
-    searchArchive: (query = "", opts) => call("searchArchive", { query, ...asObject("options", opts) }),
+    archiveOlderThan: async (days, opts) => call("archiveOlderThan", { days, ...asObject("options", opts) }),
+    searchArchive: async (query = "", opts) => call("searchArchive", { query, ...asObject("options", opts) }),
     sweep: () => call("sweep", {}),
     stats: () => call("stats", {}),
     exportJsonl: () => call("exportJsonl", {}),
-    importJsonl(text, opts) {
+    async importJsonl(text, opts) {
       const { onProgress, ...rest } = asObject("options", opts);
       return call("importJsonl", { text, ...rest }, onProgress);
     },
@@ -338,7 +341,7 @@ export function createAgentMemory(options = {}) {
 
     // Core memory blocks (Letta-style). open() returns the stored set when there is one.
     blocks: {
-      open: (setId, blocks = [], opts) =>
+      open: async (setId, blocks = [], opts) =>
         call("blocks.open", { setId, blocks, ...asObject("options", opts) }),
       get: (setId, label) => call("blocks.get", { setId, label }),
       list: (setId) => call("blocks.list", { setId }),
@@ -348,21 +351,21 @@ export function createAgentMemory(options = {}) {
     },
     // Versioned JSON facts in the "episodic" | "semantic" | "procedural" namespaces.
     structured: {
-      put: (namespace, key, value, opts) =>
+      put: async (namespace, key, value, opts) =>
         call("structured.put", { namespace, key, value, ...asObject("options", opts) }),
       get: (namespace, key) => call("structured.get", { namespace, key }),
-      list: (namespace, opts) => call("structured.list", { namespace, ...asObject("options", opts) }),
-      search: (namespace, query, opts) =>
+      list: async (namespace, opts) => call("structured.list", { namespace, ...asObject("options", opts) }),
+      search: async (namespace, query, opts) =>
         call("structured.search", { namespace, query, ...asObject("options", opts) }),
-      delete: (namespace, key, opts) =>
+      delete: async (namespace, key, opts) =>
         call("structured.delete", { namespace, key, ...asObject("options", opts) }),
       history: (namespace, key) => call("structured.history", { namespace, key }),
       decay: (namespace = null) => call("structured.decay", { namespace }),
     },
     // Run one of the memory tools a model asked for; `args` may be the model's JSON text.
-    callTool: (name, args = {}, opts) =>
+    callTool: async (name, args = {}, opts) =>
       call("tools.call", { name, args, ...asObject("options", opts) }),
-    toolSchemas: (opts) => call("tools.schemas", asObject("options", opts)),
+    toolSchemas: async (opts) => call("tools.schemas", asObject("options", opts)),
     checkpoints: {
       save: (runId, state, metadata) =>
         call("checkpoints.save", metadata == null ? { runId, state } : { runId, state, metadata }),
@@ -374,7 +377,7 @@ export function createAgentMemory(options = {}) {
     },
     // Observational memory: an observer model compresses noted steps in the worker.
     observer: {
-      configure: (opts) => call("observer.configure", asObject("options", opts)),
+      configure: async (opts) => call("observer.configure", asObject("options", opts)),
       noteStep: (sessionId, step) => call("observer.noteStep", { sessionId, step }),
       flush: (sessionId) => call("observer.flush", { sessionId }),
       status: (sessionId) => call("observer.status", { sessionId }),

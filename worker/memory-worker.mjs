@@ -79,7 +79,8 @@ const service = {
     changeListeners.add(fn);
   },
 
-  // One Memory API call. `params` is a JSON-able object; `onProgress` an optional proxy.
+  // One Memory API call. `params` is JSON text (or a JSON-able object); `onProgress` an
+  // optional proxy.
   async call(dbName, method, params, onProgress) {
     if (!api) {
       const error = status.error ?? { code: "not_ready", message: "call init() first" };
@@ -87,7 +88,8 @@ const service = {
     }
     let json;
     try {
-      json = JSON.stringify(params ?? {});
+      // The client sends its parameters as JSON text (checked in Python before parsing).
+      json = typeof params === "string" ? params : JSON.stringify(params ?? {});
     } catch (err) {
       return { ok: false, error: { code: "invalid_input", message: String(err.message) } };
     }

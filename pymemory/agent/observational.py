@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from ..errors import ValidationError
-from ..item import dumps
+from ..item import check_json_depth, dumps
 from ..retrieval.tokens import HeuristicTokenCounter, TokenCounter
 from ..storage import KvBackend, MapKv, Writes, iter_prefix
 from .llm.base import ChatModel, ChatRequest, ChatResponse, Message, render_transcript
@@ -138,8 +138,9 @@ def _find_object(raw: str) -> dict[str, Any] | None:
         candidates.append(raw[start : end + 1])
     for candidate in candidates:
         try:
+            check_json_depth(candidate)  # deeper input would exhaust the parser's stack
             value = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             return value
