@@ -102,7 +102,15 @@ async def commit(
 
 
 async def read_seq(kv: KvBackend) -> int:
-    """The store's current sequence number (0 for a store nothing was logged in)."""
+    """The store's current sequence number (0 for a store nothing was logged in). A
+    backend with a ``peek(key)`` that reads without waiting (SqliteKv) answers on this
+    thread; otherwise, or when peek would wait, it is an ordinary ``get``."""
+    peek = getattr(kv, "peek", None)
+    if peek is not None:
+        try:
+            return decode_seq(peek(SEQ_KEY))
+        except BlockingIOError:
+            pass
     return decode_seq(await kv.get(SEQ_KEY))
 
 
