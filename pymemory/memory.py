@@ -204,6 +204,7 @@ class Memory:
         self._check_open()
         if self._dense is not None:
             raise ValidationError("an embedder is already attached")
+        await self._sync()  # embed what other writers added too
         self._dense = await DenseIndex.open(
             self.kv, embedder, self._catalog, self._lock, vector_dtype, on_commit=self._advance
         )
@@ -625,7 +626,8 @@ class Memory:
 
         Another writer: feedback merges. What is written is a delta added to the stored
         counts in the write's transaction, so likes from several instances add up and a pin
-        (``important``) stays; feedback for an item deleted meanwhile is dropped."""
+        (``important``) stays; feedback for an item deleted meanwhile is dropped (with
+        ``durable=True``: NotFoundError)."""
         self._check_open()
         if not isinstance(kind, str) or kind not in FEEDBACK_KINDS:
             known = ", ".join(FEEDBACK_KINDS)
@@ -639,14 +641,21 @@ class Memory:
             self._pending[id] = self._pending.get(id, Feedback()).merged(one)
             self._catalog.set_feedback(replace(item, feedback=item.feedback.merged(one)))
         if durable:
-            await self.flush()
+            _, gone = await self._flush()
+            if id in gone:
+                raise NotFoundError(f"memory {id!r} was deleted; the feedback was not stored")
 
     async def flush(self) -> int:
         """Persist queued feedback as one batch. Returns how many items were written."""
+        written, _ = await self._flush()
+        return written
+
+    async def _flush(self) -> tuple[int, list[str]]:
+        """Flush; (items written, ids whose feedback was dropped: deleted meanwhile)."""
         self._check_open()
         async with self._lock:
             if not self._pending:
-                return 0
+                return 0, []
             pending = dict(self._pending)
             ids = list(pending)
 
@@ -676,7 +685,7 @@ class Memory:
                 log.info("feedback for %s dropped: the memory was deleted", item_id)
                 self._drop_local(item_id)
             self._advance(done)
-            return len(written)
+            return len(written), gone
 
     async def clear(
         self,

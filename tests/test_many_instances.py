@@ -161,3 +161,22 @@ async def test_400_concurrent_tasks_on_one_instance_stay_consistent_for_20_round
             assert item.feedback.liked == expected_likes[item.id]
         await close(fresh)
     await close(memory)
+
+
+async def test_durable_feedback_on_an_item_deleted_meanwhile_is_not_found(tmp_path):
+    path = tmp_path / "s.db"
+    a = await open_on(path)
+    b = await open_on(path)
+    item = await a.add("about to go")
+    await b.get(item.id)
+    await a.delete(item.id)
+
+    async def stale() -> None:  # B has not looked at the log yet when it flushes
+        return None
+
+    b._sync = stale  # type: ignore[method-assign]
+    with pytest.raises(NotFoundError, match="not stored"):
+        await b.feedback(item.id, "liked", durable=True)
+    assert await a.kv.get("mem:" + item.id) is None  # nothing written back
+    assert item.id not in b._catalog
+    await close(a, b)
