@@ -507,28 +507,28 @@ class Memory:
             raise ValidationError("expected_version must be None or an int >= 1")
         await self._sync()
         old = self._live(id)
-        changes_: dict[str, Any] = {}
+        fields: dict[str, Any] = {}
         if text is not _UNSET:
             if not isinstance(text, str):
                 raise ValidationError(f"text must be a string, got {type_name(text)}")
-            changes_["text"] = text
+            fields["text"] = text
             if content is _UNSET:
                 kind = old.type if type is _UNSET else type
                 replace(old, text=text, type=kind)  # check size and type before encoding
                 encoded = await self.encoder.encode(text, type=kind)
-                changes_["content"], changes_["content_method"] = encoded.content, encoded.method
+                fields["content"], fields["content_method"] = encoded.content, encoded.method
         if content is not _UNSET:
-            changes_["content"], changes_["content_method"] = content, "given"
+            fields["content"], fields["content_method"] = content, "given"
         for name, value in (("type", type), ("scope", scope), ("ttl_ms", ttl_ms)):
             if value is not _UNSET:
-                changes_[name] = value
+                fields[name] = value
         if metadata is not _UNSET:
             if not isinstance(metadata, Mapping):
                 raise ValidationError(f"metadata must be a dict, got {type_name(metadata)}")
-            changes_["metadata"] = dict(metadata)
+            fields["metadata"] = dict(metadata)
         if tags is not _UNSET:
-            changes_["tags"] = check_tags(tags)
-        replace(old, **changes_)  # every check, before the transaction
+            fields["tags"] = check_tags(tags)
+        replace(old, **fields)  # every check, before the transaction
         async with self._lock:
             self._check_open()
             now = self._clock()
@@ -541,10 +541,10 @@ class Memory:
                         f"memory {id!r} is at version {current.version}, not "
                         f"{expected_version}: another writer changed it; get() it again"
                     )
-                if not changes_ and delta is None:
+                if not fields and delta is None:
                     return Writes(result=current)
                 feedback = current.feedback if delta is None else current.feedback.merged(delta)
-                item = replace(current, **changes_, feedback=feedback, version=current.version + 1)
+                item = replace(current, **fields, feedback=feedback, version=current.version + 1)
                 return Writes([(schema.mem_key(id), item.to_json().encode())], result=item)
 
             done = await self._commit_on_item(id, write)
