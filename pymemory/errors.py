@@ -42,7 +42,9 @@ class NotFoundError(PymemoryError, LookupError):
 
 
 class ConflictError(PymemoryError):
-    """A memory with this id already exists."""
+    """The write conflicts with what is stored: an imported id already exists, or the
+    item is no longer at the ``expected_version`` the write was based on (another writer
+    changed it). Nothing was written."""
 
     code = "conflict"
 
@@ -54,8 +56,9 @@ class SchemaError(PymemoryError):
 
 
 class StorageError(PymemoryError):
-    """The storage backend failed (e.g. IndexedDB quota exceeded or transaction aborted).
-    The failed batch was not applied."""
+    """The storage backend failed (e.g. IndexedDB quota exceeded or transaction aborted,
+    or another SQLite connection held the write lock past the busy timeout). The failed
+    batch was not applied."""
 
     code = "storage_error"
 

@@ -29,7 +29,13 @@ MAX_METADATA_DEPTH = 8
 MAX_TAGS = 32
 MAX_TAG_CHARS = 64
 MAX_REFERENCES = 256
-MAX_TIMESTAMP_MS = 2**53 - 1
+# The last millisecond of year 9999: later ones are not dates Python (or a reader) can show.
+MAX_TIMESTAMP_MS = 253_402_300_799_999
+MAX_VERSION = 2**53 - 1
+# Nesting any JSON this package parses may have. Checked before parsing: a deep document
+# would otherwise exhaust the parser's stack (RecursionError in CPython; in Pyodide it can
+# take the whole worker down).
+MAX_JSON_DEPTH = 64
 SCOPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}")
 
 # Seed 002: the names of the well-known scopes. Any string matching SCOPE_RE is accepted, so
@@ -53,6 +59,14 @@ class Feedback:
         if not isinstance(self.important, bool):
             raise ValidationError("feedback.important must be a bool")
 
+    def merged(self, delta: Feedback) -> Feedback:
+        """This feedback plus ``delta`` given elsewhere: counts add up, a pin stays."""
+        return Feedback(
+            self.liked + delta.liked,
+            self.disliked + delta.disliked,
+            self.important or delta.important,
+        )
+
     def add(self, kind: str) -> Feedback:
         if kind == "liked":
             return replace(self, liked=self.liked + 1)
@@ -72,7 +86,9 @@ class MemoryItem:
     """One memory. ``content`` is the <= 200-char summary; ``text`` the raw input it came from.
 
     ``metadata`` always holds ``source`` (str), ``confidence`` (0..1) and ``references``
-    (ids of related memories), plus any JSON keys the caller adds.
+    (ids of related memories), plus any JSON keys the caller adds. ``version`` counts the
+    stored writes of the item (1 when added; each update, feedback flush or refinement
+    adds one), so a caller can ask ``update`` to fail if the item changed meanwhile.
     """
 
     id: str
@@ -86,6 +102,7 @@ class MemoryItem:
     ttl_ms: int | None = None
     feedback: Feedback = field(default_factory=Feedback)
     content_method: str = "given"
+    version: int = 1
 
     def __post_init__(self) -> None:
         check_id(self.id)
@@ -99,8 +116,11 @@ class MemoryItem:
         check_ttl(self.ttl_ms)
         if not isinstance(self.feedback, Feedback):
             raise ValidationError("feedback must be a Feedback")
-        if not isinstance(self.content_method, str) or not 1 <= len(self.content_method) <= 32:
+        _check_str("content_method", self.content_method)
+        if not 1 <= len(self.content_method) <= 32:
             raise ValidationError("content_method must be a short string")
+        if not _is_int(self.version) or not 1 <= self.version <= MAX_VERSION:
+            raise ValidationError(f"version must be an int >= 1, got {self.version!r}")
 
     @property
     def expires_at(self) -> int | None:
@@ -111,7 +131,8 @@ class MemoryItem:
         return self.ttl_ms is not None and now_ms >= self.timestamp + self.ttl_ms
 
     def to_dict(self) -> dict[str, Any]:
-        """The codec's shape. ``text`` is omitted when it equals ``content``."""
+        """The codec's shape. ``text`` is omitted when it equals ``content``, ``version``
+        when it is 1 (so records and exports of unchanged items read as before)."""
         out: dict[str, Any] = {
             "id": self.id,
             "type": self.type,
@@ -130,6 +151,8 @@ class MemoryItem:
         }
         if self.text != self.content:
             out["text"] = self.text
+        if self.version != 1:
+            out["version"] = self.version
         return out
 
     @classmethod
@@ -139,7 +162,7 @@ class MemoryItem:
             raise ValidationError("a memory item must be a JSON object")
         allowed = {
             "id", "type", "timestamp", "content", "text", "content_method",
-            "scope", "tags", "ttl_ms", "feedback", "metadata",
+            "scope", "tags", "ttl_ms", "feedback", "metadata", "version",
         }  # fmt: skip
         unknown = set(data) - allowed
         if unknown:
@@ -165,6 +188,7 @@ class MemoryItem:
             ttl_ms=data.get("ttl_ms"),
             feedback=Feedback(**fb),
             content_method=data.get("content_method", "given"),
+            version=data.get("version", 1),
         )
 
     def to_json(self) -> str:
@@ -214,11 +238,38 @@ def dumps(value: Any) -> str:
                       allow_nan=False)  # fmt: skip
 
 
-def loads(raw: str | bytes) -> Any:
+def loads(raw: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse JSON, refusing (ValidationError) what is not JSON or nests deeper than
+    ``max_depth``. The depth is checked before parsing, without recursion."""
     try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        text = raw if isinstance(raw, str) else bytes(raw).decode("utf-8")
+    except (UnicodeDecodeError, TypeError) as exc:
         raise ValidationError(f"not valid JSON: {exc}") from None
+    check_json_depth(text, max_depth)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ValidationError(f"not valid JSON: {exc}") from None
+
+
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def check_json_depth(text: str, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """ValidationError if the JSON ``text`` nests arrays/objects deeper than ``max_depth``
+    (brackets inside strings do not count). Linear time, no recursion; cheap for text with
+    few brackets."""
+    if text.count("[") + text.count("{") <= max_depth:
+        return
+    depth = 0
+    for match in _JSON_TOKEN.finditer(text):
+        c = match.group()[0]
+        if c == "[" or c == "{":
+            depth += 1
+            if depth > max_depth:
+                raise ValidationError(f"JSON nests deeper than {max_depth} levels; flatten it")
+        elif c == "]" or c == "}":
+            depth -= 1
 
 
 def new_id() -> str:
@@ -254,7 +305,7 @@ def check_id(value: object) -> str:
 
 
 def check_type(value: object) -> str:
-    if value not in MEMORY_TYPES:
+    if not isinstance(value, str) or value not in MEMORY_TYPES:
         raise ValidationError(f"type must be one of {', '.join(MEMORY_TYPES)}, got {value!r}")
     return value  # type: ignore[return-value]
 

@@ -26,8 +26,11 @@ from .errors import (
 )
 from .item import (
     FEEDBACK_KINDS,
+    MAX_VERSION,
     ArchivedItem,
+    Feedback,
     MemoryItem,
+    check_id,
     check_tags,
 )
 from .models.embedding import Embedder
@@ -39,7 +42,7 @@ from .retrieval.pipeline import Retrieval, retrieve
 from .retrieval.strategies import Strategy, coerce, compile_strategy
 from .retrieval.tokens import TokenCounter, default_token_counter
 from .retrieval.vectors_kv import KvVectorStore
-from .storage import KvBackend, MapKv, iter_prefix, schema
+from .storage import KvBackend, MapKv, Writes, changes, iter_prefix, schema
 from .storage.export import header_line, parse_export, record_line
 
 log = logging.getLogger("pymemory")
@@ -69,6 +72,16 @@ class Memory:
     always the truth and a failed write changes nothing. Feedback is applied at once in
     memory and persisted in batches (every ``feedback_flush_s`` seconds, on ``flush()``
     and on ``close()``).
+
+    Several instances may share one store (processes on one SQLite file, workers on one
+    IndexedDB database). Every write is a read-modify-write of the stored records in one
+    transaction, logged in the store's change log (``pymemory.storage.changes``); before
+    it reads or ranks, an instance applies what others logged since it last looked (one
+    read when nothing changed), re-reading only the changed records. What each operation
+    does when another writer got there first is documented on the operation: in short,
+    field updates and feedback merge onto the latest stored version, ``update(...,
+    expected_version=n)`` fails with ConflictError instead, and nothing written by a stale
+    instance brings back a deleted item.
     """
 
     def __init__(
@@ -96,9 +109,11 @@ class Memory:
         self._sweep_interval_s = sweep_interval_s
         self._auto_archive_days = auto_archive_days
         self._catalog = Catalog()
-        self._dirty_feedback: set[str] = set()
-        self._archived_count = 0
-        self._corrupt_keys: list[str] = []
+        # Feedback given here and not stored yet: deltas, added to the stored counts.
+        self._pending: dict[str, Feedback] = {}
+        self._archived: set[str] = set()
+        self._corrupt_keys: set[str] = set()
+        self._seq = 0  # the last change-log sequence number applied here
         self._lock = asyncio.Lock()
         self._maintenance: asyncio.Task[None] | None = None
         self._closed = False
@@ -189,8 +204,9 @@ class Memory:
         self._check_open()
         if self._dense is not None:
             raise ValidationError("an embedder is already attached")
+        await self._sync()  # embed what other writers added too
         self._dense = await DenseIndex.open(
-            self.kv, embedder, self._catalog, self._lock, vector_dtype
+            self.kv, embedder, self._catalog, self._lock, vector_dtype, on_commit=self._advance
         )
 
     async def attach_refiner(self, refiner: Refiner) -> None:
@@ -224,15 +240,108 @@ class Memory:
         return self._clock
 
     async def _load(self) -> None:
+        """Read every record into the in-memory view (at open, and when this instance fell
+        further behind than the change log reaches). Updates the view in place."""
+        # The position is read first: a change landing during the scan is logged after it,
+        # so the next sync re-reads it.
+        seq = await changes.read_seq(self.kv)
+        seen: set[str] = set()
+        corrupt: set[str] = set()
         async for key, raw in iter_prefix(self.kv, schema.MEM):
+            item_id = key[len(schema.MEM) :]
             try:
-                self._catalog.put(MemoryItem.from_json(raw))
+                self._catalog.put(self._with_pending(MemoryItem.from_json(raw)))
+                seen.add(item_id)
             except PymemoryError as exc:
                 # Keep the record in the store untouched; report it in stats().
                 log.error("skipping unreadable record %s: %s", key, exc)
-                self._corrupt_keys.append(key)
-        async for _ in iter_prefix(self.kv, schema.ARC):
-            self._archived_count += 1
+                corrupt.add(key)
+        for item_id in [i for i in self._catalog.items if i not in seen]:
+            self._drop_local(item_id)
+        self._corrupt_keys = corrupt
+        self._archived = {k[len(schema.ARC) :] async for k, _ in iter_prefix(self.kv, schema.ARC)}
+        if self._dense is not None:
+            await self._dense.vectors.load()
+        self._seq = seq
+
+    # --- other writers: the change log ------------------------------------------------
+
+    async def _sync(self) -> None:
+        """Apply what other instances changed since this one last looked: one read of the
+        store's sequence number when nothing did."""
+        if await changes.read_seq(self.kv) == self._seq:
+            return
+        async with self._lock:
+            self._check_open()
+            await self._sync_locked()
+
+    async def _sync_locked(self) -> None:
+        found = await changes.changes_since(self.kv, self._seq)
+        if found.keys is None:
+            log.info("change log does not reach back to %d: reloading the store", self._seq)
+            await self._load()
+            self._notify("changed", "")
+            return
+        if found.keys:
+            await self._refresh(found.keys)
+            self._notify("changed", "")
+        self._seq = found.seq
+
+    async def _refresh(self, keys: Iterable[str]) -> None:
+        """Re-read these records into the in-memory view (their log said they changed)."""
+        mem, arc, vec = [], [], []
+        for key in keys:
+            for prefix, into in ((schema.MEM, mem), (schema.ARC, arc), (schema.VEC, vec)):
+                if key.startswith(prefix):
+                    into.append(key[len(prefix) :])
+        for start in range(0, len(mem), WRITE_CHUNK):
+            chunk = mem[start : start + WRITE_CHUNK]
+            raws = await self.kv.get_many([schema.mem_key(i) for i in chunk])
+            for item_id, raw in zip(chunk, raws, strict=True):
+                key = schema.mem_key(item_id)
+                self._corrupt_keys.discard(key)
+                if raw is None:
+                    self._drop_local(item_id)
+                    continue
+                try:
+                    item = MemoryItem.from_json(raw)
+                except PymemoryError as exc:
+                    log.error("skipping unreadable record %s: %s", key, exc)
+                    self._corrupt_keys.add(key)
+                    self._drop_local(item_id)
+                    continue
+                self._catalog.put(self._with_pending(item))
+        for start in range(0, len(arc), WRITE_CHUNK):
+            chunk = arc[start : start + WRITE_CHUNK]
+            raws = await self.kv.get_many([schema.arc_key(i) for i in chunk])
+            for item_id, raw in zip(chunk, raws, strict=True):
+                if raw is None:
+                    self._archived.discard(item_id)
+                else:
+                    self._archived.add(item_id)
+        if vec and self._dense is not None:
+            try:
+                await self._dense.vectors.reload(vec)
+            except ValidationError:
+                log.exception("cannot load changed vectors; dense retrieval may miss them")
+
+    def _advance(self, done: changes.Committed) -> None:
+        """After a commit of ours: if nobody else committed since this instance last
+        synced, the view is current up to it (it applied its own change itself)."""
+        if done.before == self._seq:
+            self._seq = done.seq
+
+    def _with_pending(self, item: MemoryItem) -> MemoryItem:
+        delta = self._pending.get(item.id)
+        return item if delta is None else replace(item, feedback=item.feedback.merged(delta))
+
+    def _drop_local(self, item_id: str) -> None:
+        """Forget an item gone from the store: catalog, pending feedback, queued work."""
+        self._catalog.remove(item_id)
+        self._pending.pop(item_id, None)
+        self._cancel_refine(item_id)
+        if self._dense is not None:
+            self._dense.forget([item_id])
 
     async def close(self) -> None:
         """Stop background work, persist pending feedback, close an owned store."""
@@ -268,7 +377,10 @@ class Memory:
         next_sweep = loop.time() + self._sweep_interval_s
         next_archive = loop.time()
         while True:
-            jobs: list[tuple[str, Callable[[], Any]]] = [("feedback flush", self.flush)]
+            jobs: list[tuple[str, Callable[[], Any]]] = [
+                ("feedback flush", self.flush),
+                ("change-log sync", self._sync),  # drops what others forgot, even when idle
+            ]
             if loop.time() >= next_sweep:
                 jobs.append(("TTL sweep", self.sweep))
                 next_sweep = loop.time() + self._sweep_interval_s
@@ -286,6 +398,10 @@ class Memory:
             await asyncio.sleep(min(self._feedback_flush_s, self._sweep_interval_s))
 
     # --- writing ----------------------------------------------------------------------
+    #
+    # Every write below is one changes.commit(): a transaction that reads the records it
+    # depends on, decides from what is stored (never from this instance's copy), writes and
+    # logs. The in-memory view is updated only once the commit has landed.
 
     async def add(
         self,
@@ -299,7 +415,8 @@ class Memory:
         ttl_ms: int | None = None,
         timestamp: int | None = None,
     ) -> MemoryItem:
-        """Store one memory and return it.
+        """Store one memory and return it (version 1, a new id: no other writer can
+        conflict with it).
 
         ``text`` is the raw input: it is kept whole and summarised into ``content`` (at
         most 200 characters) by the encoder. Pass ``content`` to give the summary yourself.
@@ -309,24 +426,24 @@ class Memory:
         item = await build_item(
             self.encoder, self._clock, text, content, type, metadata, tags, scope, ttl_ms, timestamp
         )
-        async with self._lock:
-            self._check_open()
-            await self.kv.put_many([(schema.mem_key(item.id), item.to_json().encode())])
-            self._catalog.put(item)
-        self._queue_refine(item)
-        self._queue_embed(item.id)
+        await self._insert([item])
         return item
 
     async def add_many(self, entries: Iterable[Mapping[str, Any]]) -> list[MemoryItem]:
         """Store several memories as one atomic batch; each entry holds ``add``'s arguments."""
         self._check_open()
+        if isinstance(entries, (str, bytes, bytearray, Mapping)) or not isinstance(
+            entries, Iterable
+        ):
+            raise ValidationError("add_many() takes a list of dicts of add() arguments")
         items = []
         for i, entry in enumerate(entries):
             if not isinstance(entry, Mapping):
                 raise ValidationError(f"entry {i} must be a dict of add() arguments")
             unknown = set(entry) - ADD_FIELDS
             if unknown:
-                raise ValidationError(f"entry {i} has unknown keys: {', '.join(sorted(unknown))}")
+                names = ", ".join(sorted(map(str, unknown)))
+                raise ValidationError(f"entry {i} has unknown keys: {names}")
             try:
                 items.append(
                     await build_item(
@@ -344,15 +461,21 @@ class Memory:
                 )
             except ValidationError as exc:
                 raise ValidationError(f"entry {i}: {exc}") from None
+        if items:
+            await self._insert(items)
+        return items
+
+    async def _insert(self, items: list[MemoryItem]) -> None:
+        puts = [(schema.mem_key(it.id), it.to_json().encode()) for it in items]
         async with self._lock:
             self._check_open()
-            await self.kv.put_many([(schema.mem_key(it.id), it.to_json().encode()) for it in items])
+            done = await changes.commit(self.kv, [], lambda _v, _l: Writes(puts))
             for it in items:
                 self._catalog.put(it)
+            self._advance(done)
         for it in items:
             self._queue_refine(it)
             self._queue_embed(it.id)
-        return items
 
     async def update(
         self,
@@ -365,52 +488,133 @@ class Memory:
         tags: Sequence[str] = _UNSET,
         scope: str = _UNSET,
         ttl_ms: int | None = _UNSET,
+        expected_version: int | None = None,
     ) -> MemoryItem:
         """Change fields of a memory. New ``text`` without ``content`` is re-summarised.
-        ``metadata`` replaces the old metadata whole."""
+        ``metadata`` replaces the old metadata whole.
+
+        Another writer: the fields given here are applied to the latest stored version
+        (fields not given keep what the other writer stored; feedback counts add up). With
+        ``expected_version=n`` the update fails with ConflictError instead, changing
+        nothing, unless the stored item is still at version ``n``. An item deleted
+        meanwhile raises NotFoundError (nothing is written back)."""
         self._check_open()
+        if expected_version is not None and (
+            isinstance(expected_version, bool)
+            or not isinstance(expected_version, int)
+            or not 1 <= expected_version <= MAX_VERSION
+        ):
+            raise ValidationError("expected_version must be None or an int >= 1")
+        await self._sync()
         old = self._live(id)
-        changes: dict[str, Any] = {}
+        fields: dict[str, Any] = {}
         if text is not _UNSET:
             if not isinstance(text, str):
                 raise ValidationError(f"text must be a string, got {type_name(text)}")
-            changes["text"] = text
+            fields["text"] = text
             if content is _UNSET:
-                encoded = await self.encoder.encode(text, type=old.type if type is _UNSET else type)
-                changes["content"], changes["content_method"] = encoded.content, encoded.method
+                kind = old.type if type is _UNSET else type
+                replace(old, text=text, type=kind)  # check size and type before encoding
+                encoded = await self.encoder.encode(text, type=kind)
+                fields["content"], fields["content_method"] = encoded.content, encoded.method
         if content is not _UNSET:
-            changes["content"], changes["content_method"] = content, "given"
+            fields["content"], fields["content_method"] = content, "given"
         for name, value in (("type", type), ("scope", scope), ("ttl_ms", ttl_ms)):
             if value is not _UNSET:
-                changes[name] = value
+                fields[name] = value
         if metadata is not _UNSET:
             if not isinstance(metadata, Mapping):
                 raise ValidationError(f"metadata must be a dict, got {type_name(metadata)}")
-            changes["metadata"] = dict(metadata)
+            fields["metadata"] = dict(metadata)
         if tags is not _UNSET:
-            changes["tags"] = check_tags(tags)
+            fields["tags"] = check_tags(tags)
+        replace(old, **fields)  # every check, before the transaction
         async with self._lock:
             self._check_open()
-            current = self._live(id)  # feedback may have changed while we encoded
-            item = replace(current, **changes) if changes else current
-            if item is not old or changes:
-                await self.kv.put_many([(schema.mem_key(id), item.to_json().encode())])
-                self._catalog.put(item)
-                self._dirty_feedback.discard(id)
+            now = self._clock()
+            delta = self._pending.get(id)
+
+            def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+                current = _stored_live(id, values[0], now)
+                if expected_version is not None and current.version != expected_version:
+                    raise ConflictError(
+                        f"memory {id!r} is at version {current.version}, not "
+                        f"{expected_version}: another writer changed it; get() it again"
+                    )
+                if not fields and delta is None:
+                    return Writes(result=current)
+                feedback = current.feedback if delta is None else current.feedback.merged(delta)
+                item = replace(current, **fields, feedback=feedback, version=current.version + 1)
+                return Writes([(schema.mem_key(id), item.to_json().encode())], result=item)
+
+            done = await self._commit_on_item(id, write)
+            item = done.result
+            self._pending.pop(id, None)
+            self._catalog.put(item)
+            self._advance(done)
         if item.text != old.text:
             self._queue_embed(id)
         return item
 
-    async def delete(self, id: str) -> None:
-        """Delete a memory for good. Raises NotFoundError for an unknown id."""
+    async def _commit_on_item(
+        self, item_id: str, fn: Callable[[list[bytes | None], list[list[str]]], Writes]
+    ) -> changes.Committed:
+        """Commit ``fn`` over the record of one item (caller holds the lock); if the item
+        turns out to be gone, drop it here too and re-raise NotFoundError."""
+        try:
+            return await changes.commit(self.kv, [schema.mem_key(item_id)], fn)
+        except NotFoundError:
+            self._drop_local(item_id)
+            raise
+
+    async def delete(self, id: str, *, expected_version: int | None = None) -> None:
+        """Forget a memory for good: the item, its vector and its archived copy (an
+        archived id can be deleted too), in one transaction, in every instance (each
+        drops its copy before its next read). Raises NotFoundError for an unknown id.
+
+        Another writer: a delete wins over anything a stale instance writes later (its
+        update raises NotFoundError, its pending feedback is dropped). With
+        ``expected_version=n`` it fails with ConflictError if the item changed since."""
         self._check_open()
+        if not isinstance(id, str):
+            raise ValidationError(f"id must be a string, got {type_name(id)}")
+        if expected_version is not None and (
+            isinstance(expected_version, bool) or not isinstance(expected_version, int)
+        ):
+            raise ValidationError("expected_version must be None or an int >= 1")
+        try:
+            check_id(id)
+        except ValidationError:
+            raise NotFoundError(f"no memory with id {id!r}") from None  # never a memory's
         async with self._lock:
-            self._live(id)
-            await self.kv.delete_many([schema.mem_key(id)])
-            self._catalog.remove(id)
-            self._dirty_feedback.discard(id)
-            self._cancel_refine(id)
-            await self._drop_vectors([id])
+            self._check_open()
+
+            def forget(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+                raw, archived = values
+                if raw is None and archived is None:
+                    raise NotFoundError(f"no memory with id {id!r}")
+                if expected_version is not None:
+                    version = None if raw is None else _decode_or_none(raw)
+                    if version is None or version.version != expected_version:
+                        found = "archived" if version is None else f"at version {version.version}"
+                        raise ConflictError(
+                            f"memory {id!r} is {found}, not version {expected_version}"
+                        )
+                doomed = [schema.mem_key(id), schema.arc_key(id), schema.vec_key(id)]
+                return Writes(deletes=doomed)
+
+            try:
+                done = await changes.commit(
+                    self.kv, [schema.mem_key(id), schema.arc_key(id)], forget
+                )
+            except NotFoundError:
+                self._drop_local(id)
+                raise
+            self._drop_local(id)
+            self._archived.discard(id)
+            self._corrupt_keys.discard(schema.mem_key(id))
+            self._advance(done)
+        await self._purge()
 
     async def feedback(
         self, id: str, kind: Literal["liked", "disliked", "important"], *, durable: bool = False
@@ -418,44 +622,70 @@ class Memory:
         """Record the user's feedback. It affects ranking at once and is persisted with the
         next batch (seed 002 tip 1: every ``feedback_flush_s``, on ``flush()``, on
         ``close()``). With ``durable=True`` it returns only once written; feedback given
-        at the same moment still shares one write."""
+        at the same moment still shares one write.
+
+        Another writer: feedback merges. What is written is a delta added to the stored
+        counts in the write's transaction, so likes from several instances add up and a pin
+        (``important``) stays; feedback for an item deleted meanwhile is dropped (with
+        ``durable=True``: NotFoundError)."""
         self._check_open()
-        if kind not in FEEDBACK_KINDS:
+        if not isinstance(kind, str) or kind not in FEEDBACK_KINDS:
             known = ", ".join(FEEDBACK_KINDS)
             raise ValidationError(f"feedback must be one of {known}, got {kind!r}")
         if not isinstance(durable, bool):
             raise ValidationError("durable must be a bool")
+        await self._sync()
         async with self._lock:
             item = self._live(id)
-            self._catalog.set_feedback(replace(item, feedback=item.feedback.add(kind)))
-            self._dirty_feedback.add(id)
+            one = Feedback().add(kind)
+            self._pending[id] = self._pending.get(id, Feedback()).merged(one)
+            self._catalog.set_feedback(replace(item, feedback=item.feedback.merged(one)))
         if durable:
-            await self.flush()
+            _, gone = await self._flush()
+            if id in gone:
+                raise NotFoundError(f"memory {id!r} was deleted; the feedback was not stored")
 
     async def flush(self) -> int:
         """Persist queued feedback as one batch. Returns how many items were written."""
+        written, _ = await self._flush()
+        return written
+
+    async def _flush(self) -> tuple[int, list[str]]:
+        """Flush; (items written, ids whose feedback was dropped: deleted meanwhile)."""
         self._check_open()
         async with self._lock:
-            ids = [i for i in self._dirty_feedback if i in self._catalog]
-            if not ids:
-                self._dirty_feedback.clear()
-                return 0
-            items = [self._catalog.items[i] for i in ids]
-            await self.kv.put_many([(schema.mem_key(i.id), i.to_json().encode()) for i in items])
-            self._dirty_feedback.clear()
-            return len(items)
+            if not self._pending:
+                return 0, []
+            pending = dict(self._pending)
+            ids = list(pending)
 
-    async def _delete_ids(self, ids: Sequence[str]) -> int:
-        """Delete ``ids`` (caller holds the lock) in atomic chunks."""
-        for start in range(0, len(ids), WRITE_CHUNK):
-            chunk = ids[start : start + WRITE_CHUNK]
-            await self.kv.delete_many([schema.mem_key(i) for i in chunk])
-            for i in chunk:
-                self._catalog.remove(i)
-                self._dirty_feedback.discard(i)
-                self._cancel_refine(i)
-            await self._drop_vectors(chunk)
-        return len(ids)
+            def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+                puts, written, gone = [], [], []
+                for item_id, raw in zip(ids, values, strict=True):
+                    current = None if raw is None else _decode_or_none(raw)
+                    if current is None:
+                        gone.append(item_id)
+                        continue
+                    item = replace(
+                        current,
+                        feedback=current.feedback.merged(pending[item_id]),
+                        version=current.version + 1,
+                    )
+                    puts.append((schema.mem_key(item_id), item.to_json().encode()))
+                    written.append(item)
+                return Writes(puts, result=(written, gone))
+
+            done = await changes.commit(self.kv, [schema.mem_key(i) for i in ids], write)
+            written, gone = done.result
+            for item_id in ids:
+                del self._pending[item_id]
+            for item in written:
+                self._catalog.put(item)
+            for item_id in gone:
+                log.info("feedback for %s dropped: the memory was deleted", item_id)
+                self._drop_local(item_id)
+            self._advance(done)
+            return len(written), gone
 
     async def clear(
         self,
@@ -468,17 +698,21 @@ class Memory:
         all: bool = False,
     ) -> int:
         """Forget memories matching every given filter ("forget what we just talked about":
-        ``clear(scope="conversation", since_ms=start)``). ``all=True`` wipes every memory
-        and the archive. Returns how many were removed."""
+        ``clear(scope="conversation", since_ms=start)``). A filter left at None does not
+        filter. ``all=True`` wipes every memory, vector and archived item. Returns how
+        many were removed.
+
+        Another writer: what is deleted is decided on the stored items, in each batch's
+        transaction, and clear() repeats until no stored item matches, so an item another
+        instance added or changed to match before clear() returns is removed too."""
         self._check_open()
+        if not isinstance(all, bool):
+            raise ValidationError(f"all must be a bool, got {type_name(all)}")
         if all:
-            async with self._lock:
-                count = await self._delete_ids(list(self._catalog.items))
-                arc = [k async for k, _ in iter_prefix(self.kv, schema.ARC)]
-                for start in range(0, len(arc), WRITE_CHUNK):
-                    await self.kv.delete_many(arc[start : start + WRITE_CHUNK])
-                self._archived_count = 0
-                return count + len(arc)
+            count = await self._forget_where(lambda _item: True)
+            count += await self._clear_archive()
+            await self._purge()
+            return count
         if (
             scope is None
             and tags is None
@@ -490,42 +724,95 @@ class Memory:
                 "clear() needs a filter (scope, tags, type, since_ms, until_ms) or all=True"
             )
         match = item_matcher(scope, tags, type, since_ms, until_ms)
-        async with self._lock:
-            ids = [i.id for i in self._catalog if match(i)]
-            return await self._delete_ids(ids)
+        count = await self._forget_where(match)
+        if count:
+            await self._purge()
+        return count
 
     async def sweep(self) -> int:
         """Delete expired memories from the store. Returns how many."""
         self._check_open()
-        async with self._lock:
-            return await self._delete_ids(self._catalog.expired_ids(self._clock()))
+        now = self._clock()
+        count = await self._forget_where(lambda item: item.is_expired(now))
+        if count:
+            await self._purge()
+        return count
 
     async def archive_older_than(self, days: float, *, keep_important: bool = True) -> int:
         """Move memories older than ``days`` to the archive (id, type, timestamp, content
-        only), out of retrieval. Items marked important stay unless ``keep_important`` is
-        False. Returns how many were archived."""
+        only), out of retrieval; their raw text and vector are deleted. Items marked
+        important stay unless ``keep_important`` is False. Returns how many were
+        archived. Decided on the stored items (feedback pending here included)."""
         self._check_open()
-        if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:
+        if isinstance(days, bool) or not isinstance(days, (int, float)) or not days >= 0:
             raise ValidationError("days must be a number >= 0")
-        async with self._lock:
-            cutoff = self._clock() - days * DAY_MS
-            old = [
-                i
-                for i in self._catalog
-                if i.timestamp < cutoff and not (keep_important and i.feedback.important)
-            ]
-            for start in range(0, len(old), WRITE_CHUNK):
-                chunk = old[start : start + WRITE_CHUNK]
-                puts = [
-                    (schema.arc_key(i.id), ArchivedItem.of(i).to_json().encode()) for i in chunk
-                ]
-                await self.kv.put_many(puts, deletes=[schema.mem_key(i.id) for i in chunk])
-                for i in chunk:
-                    self._catalog.remove(i.id)
-                    self._dirty_feedback.discard(i.id)
-                self._archived_count += len(chunk)
-                await self._drop_vectors([i.id for i in chunk])
-            return len(old)
+        if not isinstance(keep_important, bool):
+            raise ValidationError(f"keep_important must be a bool, got {type_name(keep_important)}")
+        cutoff = self._clock() - days * DAY_MS
+
+        def old(item: MemoryItem) -> bool:
+            return item.timestamp < cutoff and not (keep_important and item.feedback.important)
+
+        count = await self._forget_where(old, archive=True)
+        if count:
+            await self._purge()
+        return count
+
+    async def _forget_where(
+        self, match: Callable[[MemoryItem], bool], *, archive: bool = False
+    ) -> int:
+        """Delete (or archive) every stored item ``match`` accepts, WRITE_CHUNK per
+        transaction, until none is left. Candidates come from the view after a sync; each
+        is re-checked on its stored record, so a candidate another writer changed is not
+        deleted (and the view is corrected), and one it deleted is dropped here."""
+        total = 0
+        while True:
+            async with self._lock:
+                self._check_open()
+                await self._sync_locked()
+                ids = [i.id for i in self._catalog if match(i)][:WRITE_CHUNK]
+                if not ids:
+                    return total
+                pending = {i: self._pending[i] for i in ids if i in self._pending}
+
+                write = _forget_batch(ids, pending, match, archive)
+                done = await changes.commit(self.kv, [schema.mem_key(i) for i in ids], write)
+                gone, kept, removed = done.result
+                for item_id in gone:
+                    self._drop_local(item_id)
+                for item in kept:
+                    self._catalog.put(self._with_pending(item))
+                if archive:
+                    self._archived.update(i for i in gone)
+                self._advance(done)
+                total += removed
+
+    async def _clear_archive(self) -> int:
+        """Delete every archived item and unreadable memory record (clear(all=True))."""
+        total = 0
+        while True:
+            async with self._lock:
+                self._check_open()
+                await self._sync_locked()
+                keys = [schema.arc_key(i) for i in self._archived][:WRITE_CHUNK]
+                keys += sorted(self._corrupt_keys)[: WRITE_CHUNK - len(keys)]
+                if not keys:
+                    return total
+
+                write = _delete_present(keys)
+                done = await changes.commit(self.kv, keys, write)
+                for key in keys:
+                    self._archived.discard(key[len(schema.ARC) :])
+                    self._corrupt_keys.discard(key)
+                self._advance(done)
+                total += len(done.result)
+
+    async def _purge(self) -> None:
+        """After a forget: ask the backend to scrub deleted records from its files."""
+        try:
+            await self.kv.purge()
+        except PymemoryError:
+            log.exception("purging deleted records from the store failed")
 
     # --- background work (encoder stage 2, embeddings) --------------------------------
 
@@ -537,9 +824,27 @@ class Memory:
         if self._refine is not None:
             self._refine.cancel(item_id)
 
-    async def _write_refined(self, item: MemoryItem) -> None:
-        await self.kv.put_many([(schema.mem_key(item.id), item.to_json().encode())])
-        self._catalog.put(item)
+    async def _write_refined(self, before: MemoryItem, refined: MemoryItem) -> bool:
+        """Store a refined summary (lock held) if the stored item still holds what the
+        refiner saw: an edit by any writer meanwhile wins."""
+
+        def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+            stored = None if values[0] is None else _decode_or_none(values[0])
+            if stored is None or stored.content != before.content or stored.text != before.text:
+                return Writes(result=None)
+            item = replace(
+                stored,
+                content=refined.content,
+                content_method=refined.content_method,
+                version=stored.version + 1,
+            )
+            return Writes([(schema.mem_key(item.id), item.to_json().encode())], result=item)
+
+        done = await changes.commit(self.kv, [schema.mem_key(refined.id)], write)
+        if done.result is not None:
+            self._catalog.put(self._with_pending(done.result))
+        self._advance(done)
+        return done.result is not None
 
     async def refine_idle(self) -> None:
         """Wait until the refiner has worked through everything queued so far."""
@@ -556,10 +861,6 @@ class Memory:
     def _queue_embed(self, item_id: str) -> None:
         if self._dense is not None:
             self._dense.queue(item_id)
-
-    async def _drop_vectors(self, ids: Sequence[str]) -> None:
-        if self._dense is not None:
-            await self._dense.drop(ids)
 
     async def embed_idle(self) -> None:
         """Wait until every queued item has been embedded."""
@@ -581,6 +882,9 @@ class Memory:
     async def get(self, id: str) -> MemoryItem:
         """The memory with ``id``. Raises NotFoundError if unknown, expired or archived."""
         self._check_open()
+        if not isinstance(id, str):
+            raise ValidationError(f"id must be a string, got {type_name(id)}")
+        await self._sync()
         return self._live(id)
 
     async def list(
@@ -593,13 +897,15 @@ class Memory:
         until_ms: int | None = None,
         limit: int | None = None,
     ) -> list[MemoryItem]:
-        """Live memories matching every filter (``tags``: any of them), newest first."""
+        """Live memories matching every filter (``tags``: any of them), newest first. A
+        filter left at None does not filter."""
         self._check_open()
         if limit is not None and (
             not isinstance(limit, int) or isinstance(limit, bool) or limit < 0
         ):
             raise ValidationError("limit must be None or an int >= 0")
         match = item_matcher(scope, tags, type, since_ms, until_ms)
+        await self._sync()
         now = self._clock()
         found = [i for i in self._catalog if match(i) and not i.is_expired(now)]
         found.sort(key=lambda i: (i.timestamp, i.id), reverse=True)
@@ -630,6 +936,7 @@ class Memory:
         if not isinstance(trace, bool) or not isinstance(condense, bool):
             raise ValidationError("trace and condense must be bools")
         plan = compile_strategy(coerce(strategy))
+        await self._sync()  # what other writers added, changed or forgot
         dense, notes = await self._dense_candidates(query, plan.fusion.depth)
         return retrieve(
             self._catalog,
@@ -664,19 +971,20 @@ class Memory:
     async def stats(self) -> dict[str, Any]:
         """Counts for dashboards and the CLI."""
         self._check_open()
+        await self._sync()
         now = self._clock()
         items = list(self._catalog)
         live = [i for i in items if not i.is_expired(now)]
         return {
             "items": len(live),
             "expired_pending_sweep": len(items) - len(live),
-            "archived": self._archived_count,
+            "archived": len(self._archived),
             "by_type": dict(sorted(Counter(i.type for i in live).items())),
             "by_scope": dict(sorted(Counter(i.scope for i in live).items())),
             "by_method": dict(sorted(Counter(i.content_method for i in live).items())),
             "oldest_ms": min((i.timestamp for i in live), default=None),
             "newest_ms": max((i.timestamp for i in live), default=None),
-            "pending_feedback": len(self._dirty_feedback),
+            "pending_feedback": len(self._pending),
             "unreadable_records": len(self._corrupt_keys),
             "schema_version": schema.SCHEMA_VERSION,
             "token_counter": self.token_counter.name,
@@ -694,7 +1002,12 @@ class Memory:
             async for key, raw in iter_prefix(self.kv, prefix):
                 if key in self._corrupt_keys:
                     continue
-                yield record_line(kind, raw)
+                try:
+                    line = record_line(kind, raw)
+                except ValidationError as exc:  # written by someone else since our last look
+                    log.error("export skips unreadable record %s: %s", key, exc)
+                    continue
+                yield line
 
     async def import_(
         self,
@@ -708,65 +1021,178 @@ class Memory:
         input (ImportFormatError names the line) or an id conflict (ConflictError, with
         ``on_conflict="error"``) leaves the store unchanged. Writes go in atomic batches of
         ``chunk_size``; after each batch is durable, ``on_progress(written, total)`` is
-        called (its errors are logged, never raised)."""
+        called (its errors are logged, never raised).
+
+        Conflicts are decided on the store, in each batch's transaction, so an id another
+        writer holds counts whether or not this instance has seen it. With "error" the
+        first batch's transaction checks every id of the import; an id another writer
+        creates while a multi-batch import runs fails the batch that meets it, after the
+        earlier batches landed. "replace" gives a replaced item the next version number
+        and drops its old vector (an identical record is left as it is)."""
         self._check_open()
-        if on_conflict not in ("error", "skip", "replace"):
+        if not isinstance(on_conflict, str) or on_conflict not in ("error", "skip", "replace"):
             raise ValidationError("on_conflict must be 'error', 'skip' or 'replace'")
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
             raise ValidationError("chunk_size must be an int >= 1")
+        if on_progress is not None and not callable(on_progress):
+            raise ValidationError("on_progress must be None or a callable")
         if isinstance(lines, str):
             lines = lines.splitlines()
+        elif isinstance(lines, (bytes, bytearray, Mapping)) or not isinstance(lines, Iterable):
+            raise ValidationError("import_() takes the JSON Lines as a str or a list of str")
         memories, archived = parse_export(lines)
+        records: list[MemoryItem | ArchivedItem] = [*memories, *archived]
+        added = replaced = skipped = archived_n = 0
         async with self._lock:
-            existing_arc = {k[len(schema.ARC) :] async for k, _ in iter_prefix(self.kv, schema.ARC)}
-            taken = [
-                r.id
-                for r in (*memories, *archived)
-                if r.id in self._catalog or r.id in existing_arc
-            ]
-            if taken and on_conflict == "error":
-                raise ConflictError(
-                    f"{len(taken)} imported ids already exist (first: {taken[0]}); "
-                    "pass on_conflict='skip' or 'replace'"
-                )
-            skip = set(taken) if on_conflict == "skip" else set()
-            records: list[MemoryItem | ArchivedItem] = [
-                r for r in (*memories, *archived) if r.id not in skip
-            ]
+            self._check_open()
             for start in range(0, len(records), chunk_size):
                 chunk = records[start : start + chunk_size]
-                puts, deletes = [], []
-                for r in chunk:
-                    if isinstance(r, MemoryItem):
-                        puts.append((schema.mem_key(r.id), r.to_json().encode()))
-                        if r.id in existing_arc:
-                            deletes.append(schema.arc_key(r.id))
-                    else:
-                        puts.append((schema.arc_key(r.id), r.to_json().encode()))
-                        if r.id in self._catalog:
-                            deletes.append(schema.mem_key(r.id))
-                await self.kv.put_many(puts, deletes=deletes)
-                for r in chunk:
-                    if isinstance(r, MemoryItem):
-                        if r.id in existing_arc:
-                            existing_arc.discard(r.id)
-                            self._archived_count -= 1
-                        self._catalog.put(r)
-                        self._dirty_feedback.discard(r.id)
-                    else:
-                        if r.id in self._catalog:
-                            self._catalog.remove(r.id)
-                        if r.id not in existing_arc:
-                            existing_arc.add(r.id)
-                            self._archived_count += 1
+                # The first batch of an "error" import also checks every later id.
+                checked = records if (start == 0 and on_conflict == "error") else chunk
+                keys = [k for r in checked for k in (schema.mem_key(r.id), schema.arc_key(r.id))]
+                write = _import_batch(chunk, checked, on_conflict)
+                done = await changes.commit(self.kv, keys, write)
+                outcome = done.result
+                for item in outcome.memories:
+                    self._catalog.put(item)
+                    self._pending.pop(item.id, None)
+                    self._archived.discard(item.id)
+                for arc in outcome.archived:
+                    self._drop_local(arc.id)
+                    self._archived.add(arc.id)
+                self._advance(done)
+                added += outcome.added
+                replaced += outcome.replaced
+                skipped += outcome.skipped
+                archived_n += len(outcome.archived)
+                for item in outcome.memories:
+                    self._queue_embed(item.id)
                 if on_progress is not None:
                     try:
                         on_progress(start + len(chunk), len(records))
                     except Exception:
                         log.exception("import progress callback failed")
-        return ImportResult(
-            added=len(records) - len(set(taken) - skip),
-            replaced=len(set(taken) - skip),
-            skipped=len(skip),
-            archived=sum(isinstance(r, ArchivedItem) for r in records),
-        )
+        return ImportResult(added=added, replaced=replaced, skipped=skipped, archived=archived_n)
+
+
+@dataclass(frozen=True)
+class _ImportOutcome:
+    memories: list[MemoryItem]  # as stored
+    archived: list[ArchivedItem]
+    added: int
+    replaced: int
+    skipped: int
+
+
+def _import_batch(
+    chunk: Sequence[MemoryItem | ArchivedItem],
+    checked: Sequence[MemoryItem | ArchivedItem],
+    on_conflict: str,
+) -> Callable[[list[bytes | None], list[list[str]]], Writes]:
+    """The transaction of one import batch: ``values`` holds the stored (memory, archived)
+    records of each id of ``checked`` (which includes ``chunk``), in order."""
+
+    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+        stored = {r.id: (values[2 * j], values[2 * j + 1]) for j, r in enumerate(checked)}
+        taken = [r.id for r in checked if stored[r.id] != (None, None)]
+        if taken and on_conflict == "error":
+            raise ConflictError(
+                f"{len(taken)} imported ids already exist (first: {taken[0]}); "
+                "pass on_conflict='skip' or 'replace'"
+            )
+        puts: list[tuple[str, bytes]] = []
+        deletes: list[str] = []
+        memories: list[MemoryItem] = []
+        archived: list[ArchivedItem] = []
+        added = replaced = skipped = 0
+        for r in chunk:
+            mem_raw, arc_raw = stored[r.id]
+            present = (mem_raw, arc_raw) != (None, None)
+            if present and on_conflict == "skip":
+                skipped += 1
+                continue
+            replaced += present
+            added += not present
+            if isinstance(r, MemoryItem):
+                old = None if mem_raw is None else _decode_or_none(mem_raw)
+                if old is not None and old == r:
+                    memories.append(old)  # replaced by itself: nothing to write
+                    continue
+                item = r if old is None else replace(r, version=max(r.version, old.version + 1))
+                puts.append((schema.mem_key(r.id), item.to_json().encode()))
+                if arc_raw is not None:
+                    deletes.append(schema.arc_key(r.id))
+                if mem_raw is not None and (old is None or old.text != item.text):
+                    deletes.append(schema.vec_key(r.id))  # embedded from another text
+                memories.append(item)
+            else:
+                puts.append((schema.arc_key(r.id), r.to_json().encode()))
+                if mem_raw is not None:
+                    deletes += [schema.mem_key(r.id), schema.vec_key(r.id)]
+                archived.append(r)
+        outcome = _ImportOutcome(memories, archived, added, replaced, skipped)
+        return Writes(puts, deletes, outcome)
+
+    return write
+
+
+def _forget_batch(
+    ids: list[str],
+    pending: dict[str, Feedback],
+    match: Callable[[MemoryItem], bool],
+    archive: bool,
+) -> Callable[[list[bytes | None], list[list[str]]], Writes]:
+    """The transaction of one ``_forget_where`` batch over the stored records of ``ids``:
+    result (ids gone, stored items kept because they no longer match, count removed)."""
+
+    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+        puts, deletes = [], []
+        gone, kept = [], []
+        for item_id, raw in zip(ids, values, strict=True):
+            stored = None if raw is None else _decode_or_none(raw)
+            if stored is None:
+                gone.append(item_id)
+                continue
+            delta = pending.get(item_id)
+            seen = (
+                stored if delta is None else replace(stored, feedback=stored.feedback.merged(delta))
+            )
+            if not match(seen):
+                kept.append(stored)
+                continue
+            gone.append(item_id)
+            deletes += [schema.mem_key(item_id), schema.vec_key(item_id)]
+            if archive:
+                record = ArchivedItem.of(stored).to_json().encode()
+                puts.append((schema.arc_key(item_id), record))
+        removed = len(deletes) // 2
+        return Writes(puts, deletes, result=(gone, kept, removed))
+
+    return write
+
+
+def _delete_present(keys: list[str]) -> Callable[[list[bytes | None], list[list[str]]], Writes]:
+    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+        doomed = [k for k, raw in zip(keys, values, strict=True) if raw is not None]
+        return Writes(deletes=doomed, result=doomed)
+
+    return write
+
+
+def _decode_or_none(raw: bytes) -> MemoryItem | None:
+    """A stored item, or None (logged) if its record is unreadable."""
+    try:
+        return MemoryItem.from_json(raw)
+    except PymemoryError as exc:
+        log.error("unreadable memory record: %s", exc)
+        return None
+
+
+def _stored_live(item_id: str, raw: bytes | None, now_ms: int) -> MemoryItem:
+    """The stored item, or NotFoundError if it is gone, unreadable or expired."""
+    item = None if raw is None else _decode_or_none(raw)
+    if item is None:
+        raise NotFoundError(f"no memory with id {item_id!r}")
+    if item.is_expired(now_ms):
+        raise NotFoundError(f"memory {item_id!r} has expired (ttl_ms)")
+    return item

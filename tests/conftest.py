@@ -21,3 +21,14 @@ def pytest_collection_modifyitems(items):
     # The browser tests drive Playwright's sync API, which keeps an event loop running in
     # this thread until the session ends; run them after every asyncio test.
     items.sort(key=lambda item: "browser" in item.path.parts)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print how many generated calls the fuzz suite (tests/test_fuzz.py) made."""
+    import sys
+
+    fuzz = sys.modules.get("test_fuzz")
+    if fuzz is not None and sum(fuzz.CASES.values()):
+        counts = ", ".join(f"{k}: {v:,}" for k, v in sorted(fuzz.CASES.items()))
+        total = sum(fuzz.CASES.values())
+        terminalreporter.write_line(f"fuzz suite: {total:,} generated calls ({counts})")

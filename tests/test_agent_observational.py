@@ -258,7 +258,8 @@ async def test_list_during_the_first_scan_loads_stored_observations_once():
         again.note_step(STEP)  # its scan loads the store while list() does too
     listed = await again.list()
     await again.flush()
-    assert [o.seq_id for o in listed] == [1]
+    # No observation twice; the scan's own may or may not have landed before list() read.
+    assert [o.seq_id for o in listed] in ([1], [1, 2])
     assert [o.seq_id for o in await again.list()] == [1, 2]
 
 

@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymemory import Memory, NotFoundError, PymemoryError, StrategyError, ValidationError
+from pymemory.item import MAX_TIMESTAMP_MS
 from pymemory.storage import MapKv
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -65,7 +66,7 @@ def test_wrong_field_types(field, value):
         return
     if field == "ttl_ms" and isinstance(value, int) and value > 0:
         return
-    if field == "timestamp" and isinstance(value, int) and 0 <= value < 2**53:
+    if field == "timestamp" and isinstance(value, int) and 0 <= value <= MAX_TIMESTAMP_MS:
         return
     if field == "tags" and value == []:
         return

@@ -8,7 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pymemory import Feedback, MemoryItem, ValidationError
-from pymemory.item import MAX_METADATA_BYTES, MEMORY_TYPES, ArchivedItem, new_id
+from pymemory.item import (
+    MAX_METADATA_BYTES,
+    MAX_TIMESTAMP_MS,
+    MEMORY_TYPES,
+    ArchivedItem,
+    new_id,
+)
 
 json_scalars = (
     st.none()
@@ -30,7 +36,7 @@ items = st.builds(
     MemoryItem,
     id=st.uuids(version=4).map(str),
     type=st.sampled_from(MEMORY_TYPES),
-    timestamp=st.integers(0, 2**53 - 1),
+    timestamp=st.integers(0, MAX_TIMESTAMP_MS),
     content=st.text(min_size=1, max_size=200).filter(lambda s: s.strip()),
     text=texts,
     metadata=st.fixed_dictionaries(

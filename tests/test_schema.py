@@ -41,14 +41,14 @@ async def test_garbled_version_is_refused():
 
 
 async def test_older_store_is_migrated(monkeypatch):
-    """Simulate a v2 release: a v1 store is migrated in one atomic batch on open."""
+    """Simulate a v3 release: a v2 store is migrated in one atomic batch on open."""
     kv = MapKv()
     mem = await Memory.open(kv)
     item = await mem.add("hello world", tags=["greeting"])
     await mem.close()
 
-    async def v1_to_v2(kv):
-        # e.g. v2 renames a tag; return the batch, ensure_schema adds the version bump
+    async def v2_to_v3(kv):
+        # e.g. v3 renames a tag; return the batch, ensure_schema adds the version bump
         puts = []
         for key, raw in await kv.scan("mem:"):
             data = json.loads(raw)
@@ -56,14 +56,55 @@ async def test_older_store_is_migrated(monkeypatch):
             puts.append((key, json.dumps(data).encode()))
         return puts, []
 
-    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(schema_mod.MIGRATIONS, 1, v1_to_v2)
-    start = await schema_mod.ensure_schema(kv, target=2)
-    assert start == 1
-    assert json.loads(await kv.get("meta:schema")) == {"version": 2}
+    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", 3)
+    monkeypatch.setitem(schema_mod.MIGRATIONS, 2, v2_to_v3)
+    start = await schema_mod.ensure_schema(kv, target=3)
+    assert start == 2
+    assert json.loads(await kv.get("meta:schema")) == {"version": 3}
     assert json.loads(await kv.get("mem:" + item.id))["tags"] == ["GREETING"]
     # Opening again is a no-op.
-    assert await schema_mod.ensure_schema(kv, target=2) == 2
+    assert await schema_mod.ensure_schema(kv, target=3) == 3
+
+
+async def test_v1_store_opens_as_v2():
+    """A store written before the change log: items read as version 1, then count up."""
+    kv = MapKv()
+    item_id = "5e0f1cbe-54a7-4a36-9c0c-6b7f3b1d2a10"
+    record = {
+        "id": item_id, "type": "message", "timestamp": 1, "content": "hello v1",
+        "metadata": {"source": "api", "confidence": 1.0, "references": []},
+    }  # fmt: skip
+    await kv.put_many(
+        [("meta:schema", b'{"version": 1}'), ("mem:" + item_id, json.dumps(record).encode())]
+    )
+    mem = await Memory.open(kv)
+    assert mem.schema_migrated_from == 1
+    assert json.loads(await kv.get("meta:schema")) == {"version": 2}
+    assert (await mem.get(item_id)).version == 1
+    assert (await mem.update(item_id, tags=["x"])).version == 2
+    await mem.close()
+
+
+async def test_two_openers_of_a_new_store_agree(tmp_path):
+    """Two processes creating one store at once: neither calls the other's data foreign."""
+    import asyncio
+
+    from pymemory.storage import SqliteKv
+
+    path = tmp_path / "new.db"
+    kvs = [await SqliteKv.open(path) for _ in range(2)]
+
+    async def opener(kv):
+        mem = await Memory.open(kv)
+        await mem.add("written right after open")
+        await mem.close()
+
+    await asyncio.gather(*(opener(kv) for kv in kvs))
+    mem = await Memory.open(kvs[0])
+    assert len(await mem.list()) == 2
+    await mem.close()
+    for kv in kvs:
+        await kv.close()
 
 
 async def test_missing_migration_is_an_error():

@@ -85,3 +85,25 @@ async def test_killed_writer_leaves_no_partial_batch(tmp_path):
         assert set(counts) == done
         assert all(n == 2000 for n in counts.values()), "a partial batch is visible"
         next_batch = max(done) + 1  # the next round appends to the same file
+
+
+async def test_peek_reads_on_the_callers_thread_and_holds_no_lock(tmp_path):
+    import pytest
+
+    path = tmp_path / "peek.db"
+    kv = await SqliteKv.open(path)
+    other = await SqliteKv.open(path)
+    assert kv.peek("meta:x") is None
+    await other.put_many([("meta:x", b"1")])
+    assert kv.peek("meta:x") == b"1"  # another connection's commit, seen at once
+    await kv.put_many([("meta:x", b"2")])
+    assert kv.peek("meta:x") == b"2"
+    # peek leaves no read transaction open: the WAL can still be truncated.
+    busy = await kv._run(lambda: kv._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
+    assert busy[0] == 0 and (tmp_path / "peek.db-wal").stat().st_size == 0
+    await other.close()
+    await kv.close()
+    memory_kv = await SqliteKv.open(":memory:")
+    with pytest.raises(BlockingIOError):
+        memory_kv.peek("meta:x")
+    await memory_kv.close()

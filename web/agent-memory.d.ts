@@ -66,6 +66,8 @@ export interface MemoryItem {
     references: string[];
     [key: string]: unknown;
   };
+  /** stored writes of this item: 1 when added, +1 per update, feedback flush or refinement */
+  version: number;
 }
 
 export interface AddMemoryInput {
@@ -289,7 +291,12 @@ export interface AgentMemory {
   addMemory(input: string | AddMemoryInput): Promise<MemoryItem>;
   addMany(entries: Array<string | AddMemoryInput>): Promise<MemoryItem[]>;
   get(id: string): Promise<MemoryItem>;
-  update(id: string, changes: Omit<AddMemoryInput, "timestamp">): Promise<MemoryItem>;
+  /** Applies `changes` to the latest stored version; with `expectedVersion`, rejects with
+   * code "conflict" (changing nothing) unless the item is still at that version. */
+  update(
+    id: string,
+    changes: Omit<AddMemoryInput, "timestamp"> & { expectedVersion?: number },
+  ): Promise<MemoryItem>;
   delete(id: string): Promise<void>;
   list(filters?: ListFilters): Promise<MemoryItem[]>;
   retrieve(query: string, options?: RetrieveOptions): Promise<Retrieval>;

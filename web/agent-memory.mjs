@@ -2,7 +2,8 @@
 // (Pyodide + IndexedDB) over postMessage. All clients of a page share one connection, and
 // all tabs of an origin one worker (connection.mjs: the leader tab runs it).
 // Failures reject with a MemoryError whose `code` is stable (see ERROR_CODES); no call
-// and no `ready` can hang: a worker that cannot start rejects with `boot_failed`.
+// and no `ready` can hang: a worker that cannot start rejects with `boot_failed`; a client
+// method never throws synchronously (bad arguments reject too).
 
 import { ERROR_CODES, MemoryError } from "./errors.mjs";
 import { ASSET_DEFAULTS, Connection, DEFAULT_BOOT_TIMEOUT_MS, resolveAssets } from "./connection.mjs";
@@ -166,7 +167,7 @@ export function createAgentMemory(options = {}) {
       return conn.onChange(dbName, fn);
     },
 
-    addMemory(input) {
+    async addMemory(input) {
       const params = typeof input === "string" ? { text: input } : asObject("input", input);
       return call("addMemory", { scope, ...params });
     },
@@ -179,15 +180,15 @@ export function createAgentMemory(options = {}) {
       });
     },
     get: (id) => call("get", { id }),
-    update: (id, changes) => call("update", { ...asObject("changes", changes), id }),
+    update: async (id, changes) => call("update", { ...asObject("changes", changes), id }),
     delete: (id) => call("delete", { id }),
-    list(filters) {
+    async list(filters) {
       const f = asObject("filters", filters);
       return call("list", "scope" in f ? stripNull(f) : { scope, ...f });
     },
     // Searches every scope unless `scope` is given: a `user` preference should inform a
     // `conversation` question.
-    retrieve(query, opts) {
+    async retrieve(query, opts) {
       const o = asObject("options", opts);
       const { scope: only, ...rest } = o;
       let strat = "strategy" in rest ? rest.strategy : resolved.strategy;
@@ -198,23 +199,23 @@ export function createAgentMemory(options = {}) {
       }
       return call("retrieve", { query, ...rest, strategy: strat ?? null });
     },
-    debug(query, opts) {
+    async debug(query, opts) {
       return client.retrieve(query, { ...asObject("options", opts), trace: true });
     },
     // Resolves once the feedback is stored (a page may close right after a click); pass
     // { durable: false } to only queue it for the worker's next batch.
-    feedback: (id, kind, opts) => call("feedback", { id, kind, ...asObject("options", opts) }),
+    feedback: async (id, kind, opts) => call("feedback", { id, kind, ...asObject("options", opts) }),
     flush: () => call("flush", {}),
-    clear(filter) {
+    async clear(filter) {
       const f = asObject("filter", filter);
       return call("clear", Object.keys(f).length ? stripNull(f) : { scope });
     },
-    archiveOlderThan: (days, opts) => call("archiveOlderThan", { days, ...asObject("options", opts) }),
-    searchArchive: (query = "", opts) => call("searchArchive", { query, ...asObject("options", opts) }),
+    archiveOlderThan: async (days, opts) => call("archiveOlderThan", { days, ...asObject("options", opts) }),
+    searchArchive: async (query = "", opts) => call("searchArchive", { query, ...asObject("options", opts) }),
     sweep: () => call("sweep", {}),
     stats: () => call("stats", {}),
     exportJsonl: () => call("exportJsonl", {}),
-    importJsonl(text, opts) {
+    async importJsonl(text, opts) {
       const { onProgress, ...rest } = asObject("options", opts);
       return call("importJsonl", { text, ...rest }, onProgress);
     },
@@ -224,7 +225,7 @@ export function createAgentMemory(options = {}) {
 
     // Core memory blocks (Letta-style). open() returns the stored set when there is one.
     blocks: {
-      open: (setId, blocks = [], opts) =>
+      open: async (setId, blocks = [], opts) =>
         call("blocks.open", { setId, blocks, ...asObject("options", opts) }),
       get: (setId, label) => call("blocks.get", { setId, label }),
       list: (setId) => call("blocks.list", { setId }),
@@ -234,21 +235,21 @@ export function createAgentMemory(options = {}) {
     },
     // Versioned JSON facts in the "episodic" | "semantic" | "procedural" namespaces.
     structured: {
-      put: (namespace, key, value, opts) =>
+      put: async (namespace, key, value, opts) =>
         call("structured.put", { namespace, key, value, ...asObject("options", opts) }),
       get: (namespace, key) => call("structured.get", { namespace, key }),
-      list: (namespace, opts) => call("structured.list", { namespace, ...asObject("options", opts) }),
-      search: (namespace, query, opts) =>
+      list: async (namespace, opts) => call("structured.list", { namespace, ...asObject("options", opts) }),
+      search: async (namespace, query, opts) =>
         call("structured.search", { namespace, query, ...asObject("options", opts) }),
-      delete: (namespace, key, opts) =>
+      delete: async (namespace, key, opts) =>
         call("structured.delete", { namespace, key, ...asObject("options", opts) }),
       history: (namespace, key) => call("structured.history", { namespace, key }),
       decay: (namespace = null) => call("structured.decay", { namespace }),
     },
     // Run one of the memory tools a model asked for; `args` may be the model's JSON text.
-    callTool: (name, args = {}, opts) =>
+    callTool: async (name, args = {}, opts) =>
       call("tools.call", { name, args, ...asObject("options", opts) }),
-    toolSchemas: (opts) => call("tools.schemas", asObject("options", opts)),
+    toolSchemas: async (opts) => call("tools.schemas", asObject("options", opts)),
     checkpoints: {
       save: (runId, state, metadata) =>
         call("checkpoints.save", metadata == null ? { runId, state } : { runId, state, metadata }),
@@ -260,7 +261,7 @@ export function createAgentMemory(options = {}) {
     },
     // Observational memory: an observer model compresses noted steps in the worker.
     observer: {
-      configure: (opts) => call("observer.configure", asObject("options", opts)),
+      configure: async (opts) => call("observer.configure", asObject("options", opts)),
       noteStep: (sessionId, step) => call("observer.noteStep", { sessionId, step }),
       flush: (sessionId) => call("observer.flush", { sessionId }),
       status: (sessionId) => call("observer.status", { sessionId }),

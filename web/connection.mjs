@@ -343,7 +343,7 @@ export class Connection {
   }
 
   _call(db, method, params, onProgress, raw) {
-    const message = { db, method, params: JSON.parse(toJson(params)) };
+    const message = { db, method, params: toJson(params) }; // JSON text, parsed in Python
     return new Promise((resolve, reject) => {
       const id = `${this.tab}:${this.nextId++}`;
       const call = { message, acked: false, resolve, reject, onProgress, raw };

@@ -5,7 +5,7 @@ export const ERROR_CODES = Object.freeze([
   "invalid_strategy", // an unknown or malformed retrieval strategy
   "invalid_import", // a malformed JSON Lines import (message names the line)
   "not_found", // no memory with that id (or it expired / was archived)
-  "conflict", // an imported id already exists (pass onConflict)
+  "conflict", // an imported id exists (pass onConflict), or the item left expectedVersion
   "schema_mismatch", // the database was written by a newer pymemory
   "storage_error", // IndexedDB failed (quota, aborted transaction); nothing was written
   "closed", // the client or database was closed

@@ -182,7 +182,9 @@ async function call(id, db, method, params) {
   }
   let json;
   try {
-    json = JSON.stringify(params ?? {});
+    // The client sends its parameters as JSON text (checked in Python before parsing), so
+    // a deeply nested value never has to survive a structured clone.
+    json = typeof params === "string" ? params : JSON.stringify(params ?? {});
   } catch (err) {
     return { ok: false, error: { code: "invalid_input", message: String(err.message) } };
   }

@@ -23,6 +23,14 @@ writes every change before it takes effect in memory. Key layout::
 
 The whole set is one key, so each change is one atomic put: a crash leaves the previous
 state or the new one, never half an edit. ``revision`` counts the changes.
+
+Several writers (processes, or workers) may bind sets to one key. Every change of a bound
+set is a read-modify-write of the stored set in one transaction: ``append`` and
+``replace`` edit the block as it is stored now, so two appends keep both lines; ``add`` of a
+label another writer added first raises ConflictError; an edit of a block another writer
+removed raises NotFoundError. Reads (``get``, ``list``, ``render``) are synchronous and show
+the set as of this instance's last change or :meth:`MemoryBlockSet.refresh`; await
+``refresh()`` before rendering to see the other writers' edits.
 """
 
 from __future__ import annotations
@@ -30,13 +38,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..item import dumps
-from ..storage.base import KvBackend
+from ..storage.base import KvBackend, Writes
 from ..storage.schema import ensure_schema
 from .tools import Tool, ToolResult
 
@@ -193,15 +201,19 @@ class MemoryBlockSet:
         max_blocks: int = DEFAULT_MAX_BLOCKS,
     ) -> MemoryBlockSet:
         """A set bound to ``blk:<set_id>``: the stored one if present (``blocks`` and
-        ``max_blocks`` are then ignored), else a new one from ``blocks``, written now."""
+        ``max_blocks`` are then ignored), else a new one from ``blocks``, written now
+        (unless another writer created it first: then that one is used)."""
         key = block_key(set_id)
+        fresh = cls(blocks, max_blocks=max_blocks)
         await ensure_schema(kv)
-        raw = await kv.get(key)
-        if raw is not None:
-            bound = cls._decode(raw, key)
-        else:
-            bound = cls(blocks, max_blocks=max_blocks)
-            await kv.put_many([(key, bound._encode(bound._blocks, bound._revision))])
+
+        def create(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+            if values[0] is not None:
+                return Writes(result=values[0])
+            return Writes([(key, fresh._encode(fresh._blocks, fresh._revision))])
+
+        raw = await kv.transact([key], create)
+        bound = fresh if raw is None else cls._decode(raw, key)
         bound._kv, bound._key = kv, key
         return bound
 
@@ -259,22 +271,48 @@ class MemoryBlockSet:
             raise ValidationError(f"the block snapshot {key!r} is unreadable: {exc}") from None
         return out
 
-    async def _commit(self, blocks: dict[str, MemoryBlock]) -> None:
-        # Called with the lock held. Store first, then memory: a failed write changes nothing.
-        if self._kv is not None and self._key is not None:
-            await self._kv.put_many([(self._key, self._encode(blocks, self._revision + 1))])
-        self._blocks = blocks
-        self._revision += 1
+    async def _edit(self, change: _Change) -> Any:
+        """Apply ``change(blocks, max_blocks) -> (blocks, result)`` to the current state:
+        for a bound set the stored one, read and written back in one transaction. Store
+        first, then memory: a failed change (typed error, failed write) changes nothing."""
+        async with self._lock:
+            if self._kv is None or self._key is None:
+                blocks, result = change(dict(self._blocks), self.max_blocks)
+                self._blocks, self._revision = blocks, self._revision + 1
+                return result
+            key = self._key
+
+            def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+                if values[0] is None:
+                    raise NotFoundError(f"the memory block set {key!r} was deleted")
+                stored = MemoryBlockSet._decode(values[0], key)
+                blocks, result = change(dict(stored._blocks), stored.max_blocks)
+                revision = stored._revision + 1
+                state = (blocks, revision, stored.max_blocks, result)
+                return Writes([(key, stored._encode(blocks, revision))], result=state)
+
+            blocks, revision, max_blocks, result = await self._kv.transact([key], write)
+            self._blocks, self._revision, self.max_blocks = blocks, revision, max_blocks
+            return result
+
+    async def refresh(self) -> None:
+        """Re-read a bound set from its store (other writers' changes); NotFoundError if
+        the stored set was deleted. An in-memory set has nothing to re-read."""
+        if self._kv is None or self._key is None:
+            return
+        async with self._lock:
+            raw = await self._kv.get(self._key)
+            if raw is None:
+                raise NotFoundError(f"the memory block set {self._key!r} was deleted")
+            stored = self._decode(raw, self._key)
+            self._blocks, self._revision = stored._blocks, stored._revision
+            self.max_blocks = stored.max_blocks
 
     # --- reads ------------------------------------------------------------------------
 
     def get(self, label: str) -> MemoryBlock:
         """The block labelled ``label`` (NotFoundError if none)."""
-        block = self._blocks.get(label)
-        if block is None:
-            known = ", ".join(self._blocks) or "none"
-            raise NotFoundError(f"no memory block labelled {label!r}; labels: {known}")
-        return block
+        return _get(self._blocks, label)
 
     def list(self) -> list[MemoryBlock]:
         """All blocks in insertion order."""
@@ -307,37 +345,51 @@ class MemoryBlockSet:
     async def add(self, block: MemoryBlock | Mapping[str, Any]) -> MemoryBlock:
         """Add a new block at the end (ConflictError if the label exists)."""
         block = _as_block(block)
-        async with self._lock:
-            if block.label in self._blocks:
+
+        def change(blocks: dict[str, MemoryBlock], max_blocks: int) -> _Changed:
+            if block.label in blocks:
                 raise ConflictError(f"a block labelled {block.label!r} already exists")
-            if len(self._blocks) >= self.max_blocks:
+            if len(blocks) >= max_blocks:
                 raise ValidationError(
-                    f"this set already holds max_blocks={self.max_blocks} blocks; remove one first"
+                    f"this set already holds max_blocks={max_blocks} blocks; remove one first"
                 )
-            await self._commit({**self._blocks, block.label: block})
-        return block
+            blocks[block.label] = block
+            return blocks, block
+
+        return await self._edit(change)
 
     async def remove(self, label: str) -> MemoryBlock:
         """Remove and return a block (NotFoundError if none)."""
-        async with self._lock:
-            block = self.get(label)
-            await self._commit({k: v for k, v in self._blocks.items() if k != label})
-        return block
+
+        def change(blocks: dict[str, MemoryBlock], _max: int) -> _Changed:
+            return blocks, blocks.pop(_get(blocks, label).label)
+
+        return await self._edit(change)
 
     async def set_value(self, label: str, value: str) -> MemoryBlock:
-        """Replace a block's whole value (the app's edit: allowed on read-only blocks)."""
-        async with self._lock:
-            block = self.get(label)
-            return await self._put(replace(block, value=_check_str("value", value)))
+        """Replace a block's whole value (the app's edit: allowed on read-only blocks).
+        The last writer's value wins."""
+        _check_str("value", value)
+
+        def change(blocks: dict[str, MemoryBlock], _max: int) -> _Changed:
+            block = replace(_get(blocks, label), value=value)
+            blocks[label] = block
+            return blocks, block
+
+        return await self._edit(change)
 
     async def append(self, label: str, content: str) -> MemoryBlock:
         """Letta's ``core_memory_append``: add ``content`` on a new line (no leading
         newline when the block is empty). Refuses read-only blocks and limit overflows."""
         _check_str("content", content)
-        async with self._lock:
-            block = self._editable(label)
+
+        def change(blocks: dict[str, MemoryBlock], _max: int) -> _Changed:
+            block = _editable(blocks, label)
             value = f"{block.value}\n{content}" if block.value else content
-            return await self._put(self._resized(block, value))
+            blocks[label] = block = _resized(block, value)
+            return blocks, block
+
+        return await self._edit(change)
 
     async def replace(self, label: str, old_content: str, new_content: str) -> MemoryBlock:
         """Letta's ``core_memory_replace``: replace every occurrence of ``old_content``
@@ -349,38 +401,19 @@ class MemoryBlockSet:
     async def _replace(self, label: str, old: str, new: str) -> tuple[MemoryBlock, int]:
         if not old:
             raise ValidationError("old_content must not be empty")
-        async with self._lock:
-            block = self._editable(label)
+
+        def change(blocks: dict[str, MemoryBlock], _max: int) -> _Changed:
+            block = _editable(blocks, label)
             count = block.value.count(old)
             if not count:
                 raise NotFoundError(
                     f"old_content {_preview(old)} was not found in memory block "
                     f"{label!r}; it must match the block's text exactly"
                 )
-            value = block.value.replace(old, new)
-            return await self._put(self._resized(block, value)), count
+            blocks[label] = block = _resized(block, block.value.replace(old, new))
+            return blocks, (block, count)
 
-    def _editable(self, label: str) -> MemoryBlock:
-        block = self.get(label)
-        if block.read_only:
-            raise ValidationError(f"memory block {label!r} is read-only and cannot be edited")
-        return block
-
-    @staticmethod
-    def _resized(block: MemoryBlock, value: str) -> MemoryBlock:
-        if len(value) > block.limit:
-            raise ValidationError(
-                f"edit refused: memory block {block.label!r} would hold {len(value)} "
-                f"characters, over its limit of {block.limit}; write less, or condense the "
-                "block with core_memory_replace first"
-            )
-        return replace(block, value=value)
-
-    async def _put(self, block: MemoryBlock) -> MemoryBlock:
-        blocks = dict(self._blocks)
-        blocks[block.label] = block
-        await self._commit(blocks)
-        return block
+        return await self._edit(change)
 
     # --- rendering --------------------------------------------------------------------
 
@@ -403,6 +436,35 @@ class MemoryBlockSet:
     def message(self) -> dict[str, str]:
         """``{"role": "user", "content": render()}``."""
         return {"role": "user", "content": self.render()}
+
+
+_Changed = tuple[dict[str, MemoryBlock], Any]
+_Change = Callable[[dict[str, MemoryBlock], int], _Changed]
+
+
+def _get(blocks: Mapping[str, MemoryBlock], label: str) -> MemoryBlock:
+    block = blocks.get(label)
+    if block is None:
+        known = ", ".join(blocks) or "none"
+        raise NotFoundError(f"no memory block labelled {label!r}; labels: {known}")
+    return block
+
+
+def _editable(blocks: Mapping[str, MemoryBlock], label: str) -> MemoryBlock:
+    block = _get(blocks, label)
+    if block.read_only:
+        raise ValidationError(f"memory block {label!r} is read-only and cannot be edited")
+    return block
+
+
+def _resized(block: MemoryBlock, value: str) -> MemoryBlock:
+    if len(value) > block.limit:
+        raise ValidationError(
+            f"edit refused: memory block {block.label!r} would hold {len(value)} "
+            f"characters, over its limit of {block.limit}; write less, or condense the "
+            "block with core_memory_replace first"
+        )
+    return replace(block, value=value)
 
 
 def _preview(text: str, width: int = 80) -> str:

@@ -14,8 +14,9 @@ Two implementations pass one test suite: :class:`InMemoryCheckpointer` for tests
 
 ``run_id`` is 1-128 characters of letters, digits and ``_.@/-`` (no ``:``, so one run's
 prefix never covers another's). A save is one atomic batch, so a crash leaves the run at
-its previous checkpoint or its new one. Saves through one instance are serialised; two
-processes saving the same run at once are not coordinated.
+its previous checkpoint or its new one. A save takes the next seq inside its own
+transaction (after every checkpoint stored for the run, whoever saved it), so saves of one
+run from several instances or processes get distinct, consecutive seqs.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import NotFoundError, ValidationError
 from ..item import dumps
-from ..storage.base import KvBackend, iter_prefix
+from ..storage.base import KvBackend, Writes, iter_prefix
 from ..storage.schema import ensure_schema
 from .structured import canonical_json
 
@@ -251,14 +252,22 @@ class KvCheckpointer(_Base):
     ) -> Checkpoint:
         _check_run_id(run_id)
         await self._ready()
+        prefix = f"{PREFIX}{run_id}:"
+        checked, _ = self._encode(run_id, 1, state, metadata)  # validate before the transaction
         async with self._lock:
-            seq = _check_seq(await self._latest_seq(run_id) + 1)
-            cp, text = self._encode(run_id, seq, state, metadata)
-            head = dumps({"seq": seq}).encode("utf-8")
-            await self.kv.put_many(
-                [(checkpoint_key(run_id, seq), text.encode("utf-8")), (_head_key(run_id), head)]
-            )
-        return cp
+
+            def write(_values: list[bytes | None], listed: list[list[str]]) -> Writes:
+                seqs = [int(k[len(prefix) :]) for k in listed[0] if k[len(prefix) :].isdigit()]
+                seq = _check_seq(max(seqs, default=0) + 1)
+                cp = Checkpoint(run_id, seq, checked.created_at_ms, checked.state, checked.metadata)
+                head = dumps({"seq": seq}).encode("utf-8")
+                puts = [
+                    (checkpoint_key(run_id, seq), cp.to_json().encode()),
+                    (_head_key(run_id), head),
+                ]
+                return Writes(puts, result=cp)
+
+            return await self.kv.transact([], write, list_prefixes=[prefix])
 
     async def latest(self, run_id: str) -> Checkpoint | None:
         _check_run_id(run_id)
@@ -283,8 +292,11 @@ class KvCheckpointer(_Base):
         prefix = f"{PREFIX}{_check_run_id(run_id)}:"
         await self._ready()
         async with self._lock:
-            keys = [k async for k, _ in iter_prefix(self.kv, prefix)]
-            await self.kv.delete_many(keys)
+
+            def write(_values: list[bytes | None], listed: list[list[str]]) -> Writes:
+                return Writes(deletes=listed[0], result=listed[0])
+
+            keys = await self.kv.transact([], write, list_prefixes=[prefix])
         return sum(1 for k in keys if k[len(prefix) :].isdigit())
 
     async def runs(self) -> list[str]:

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from ..errors import ValidationError
+from ..storage.base import KvBackend, Writes, iter_prefix
+
+T = TypeVar("T")
+MAX_ATTEMPTS = 20
 
 MEMORY_ROOT = "/memories"
 MAX_PATH_BYTES = 1024
@@ -31,6 +35,88 @@ class _Fail(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class _Stale(Exception):
+    """What a command read changed before its write could land."""
+
+
+class _Recorded:
+    """The KV store as one tool command sees it: reads go through and are remembered
+    (a prefix is listed whole, once); the command's one ``put_many`` is held back.
+    :meth:`commit` writes it in a transaction that first checks every remembered read is
+    still what the store holds, so a command never acts on what another writer changed
+    (two ``create`` of one path: the second sees the file and fails)."""
+
+    def __init__(self, kv: KvBackend) -> None:
+        self.kv = kv
+        self.values: dict[str, bytes | None] = {}
+        self.listings: dict[str, list[tuple[str, bytes]]] = {}
+        self.writes: tuple[list[tuple[str, bytes]], list[str]] | None = None
+
+    async def get(self, key: str) -> bytes | None:
+        if key not in self.values:
+            self.values[key] = await self.kv.get(key)
+        return self.values[key]
+
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        missing = [k for k in dict.fromkeys(keys) if k not in self.values]
+        if missing:
+            self.values.update(zip(missing, await self.kv.get_many(missing), strict=True))
+        return [self.values[k] for k in keys]
+
+    async def scan(
+        self, prefix: str, *, start_after: str | None = None, limit: int | None = None
+    ) -> list[tuple[str, bytes]]:
+        rows = self.listings.get(prefix)
+        if rows is None:
+            rows = self.listings[prefix] = [pair async for pair in iter_prefix(self.kv, prefix)]
+        out = [r for r in rows if start_after is None or r[0] > start_after]
+        return out if limit is None else out[:limit]
+
+    async def put_many(
+        self, items: Sequence[tuple[str, bytes]], *, deletes: Sequence[str] = ()
+    ) -> None:
+        if self.writes is not None:
+            raise AssertionError("a memory tool command writes one batch")
+        self.writes = (list(items), list(deletes))
+
+    async def commit(self) -> None:
+        """Write the held batch if nothing read has changed, else raise _Stale."""
+        if self.writes is None:
+            return
+        puts, deletes = self.writes
+        expected = {k: v for rows in self.listings.values() for k, v in rows}
+        expected.update(self.values)
+        keys = list(expected)
+        prefixes = list(self.listings)
+        listed_then = [[k for k, _ in self.listings[p]] for p in prefixes]
+
+        def write(values: list[bytes | None], listed: list[list[str]]) -> Writes:
+            if listed != listed_then or any(
+                v != expected[k] for k, v in zip(keys, values, strict=True)
+            ):
+                raise _Stale()
+            return Writes(puts, deletes)
+
+        await self.kv.transact(keys, write, list_prefixes=prefixes)
+
+
+async def _run_recorded(kv: KvBackend, command: Callable[[_Recorded], Awaitable[T]]) -> T:
+    """Run ``command`` over a recorded view of ``kv`` and commit its write; re-run it on
+    a fresh view when another writer changed what it read."""
+    for _ in range(MAX_ATTEMPTS):
+        view = _Recorded(kv)
+        result = await command(view)
+        try:
+            await view.commit()
+        except _Stale:
+            continue
+        return result
+    raise _Fail(
+        "conflict",
+        "The memory kept changing while this command ran (other writers); try it again.",
+    )
 
 
 def _forbidden_char(text: str) -> str | None:

@@ -26,7 +26,11 @@ Key layout
     (no command creates one).
 
 Every command reads what it needs and then writes with one ``put_many`` (puts and deletes
-together): it lands whole or not at all. Commands of one tool instance run one at a time.
+together): it lands whole or not at all. Commands of one tool instance run one at a time;
+commands of tools in other processes over the same store are isolated too: the write
+lands only if what the command read is unchanged, checked in the write's transaction,
+else the command runs again on what is stored now (so of two ``create`` of one path, one
+succeeds and the other reports that the file exists).
 Bad model input never raises: the tool returns ``ToolResult(is_error=True)`` whose content
 says what to do, and whose artifact records the operation, the path or key, and the outcome.
 """
@@ -49,6 +53,8 @@ from .memory_checks import (
     _Fail,
     _forbidden_char,
     _int_arg,
+    _Recorded,
+    _run_recorded,
     _shown,
     _str_arg,
     normalize_memory_path,
@@ -194,7 +200,6 @@ def create_anthropic_memory_tool(
         raise ValidationError("key_prefix must be a string ending in ':'")
     if max_file_bytes < 1 or max_files < 1:
         raise ValidationError("max_file_bytes and max_files must be >= 1")
-    tree = _Tree(kv, key_prefix, max_file_bytes, max_files)
     lock = asyncio.Lock()
 
     def path_arg(args: Mapping[str, Any], name: str, command: str) -> str:
@@ -208,7 +213,10 @@ def create_anthropic_memory_tool(
         except ValidationError as exc:
             raise _Fail("invalid_path", f"Invalid path {_shown(raw)!r}: {exc}.") from None
 
-    async def run(args: dict[str, Any], artifact: dict[str, Any]) -> tuple[str, str, dict]:
+    async def run(
+        view: _Recorded, args: dict[str, Any], artifact: dict[str, Any]
+    ) -> tuple[str, str, dict]:
+        tree = _Tree(view, key_prefix, max_file_bytes, max_files)  # type: ignore[arg-type]
         command = args.get("command")
         if command not in _COMMANDS:
             raise _Fail(
@@ -242,7 +250,9 @@ def create_anthropic_memory_tool(
         }
         try:
             async with lock:
-                content, outcome, extras = await run(args, artifact)
+                content, outcome, extras = await _run_recorded(
+                    kv, lambda view: run(view, args, artifact)
+                )
         except _Fail as exc:
             return _error(exc.message, artifact, exc.code)
         return ToolResult(content, {**artifact, "outcome": outcome, **extras})
@@ -311,13 +321,16 @@ def create_memory_tool(
             raise _Fail("invalid_key", f"`key` contains the control or invisible character {bad}.")
         return key
 
-    async def records(start: str) -> list[tuple[str, dict[str, Any]]]:
-        return [(k[len(prefix) :], loads(v)) async for k, v in iter_prefix(kv, prefix + start)]
+    async def run(
+        kv: _Recorded, args: dict[str, Any], artifact: dict[str, Any]
+    ) -> tuple[str, str, dict]:
+        async def records(start: str) -> list[tuple[str, dict[str, Any]]]:
+            pairs = [pair async for pair in iter_prefix(kv, prefix + start)]  # type: ignore[arg-type]
+            return [(k[len(prefix) :], loads(v)) for k, v in pairs]
 
-    async def count() -> int:
-        return sum([1 async for _ in iter_prefix(kv, prefix)])
+        async def count() -> int:
+            return sum([1 async for _ in iter_prefix(kv, prefix)])  # type: ignore[arg-type]
 
-    async def run(args: dict[str, Any], artifact: dict[str, Any]) -> tuple[str, str, dict]:
         operation = args.get("operation")
         if operation not in _OPERATIONS:
             raise _Fail(
@@ -381,7 +394,9 @@ def create_memory_tool(
         }
         try:
             async with lock:
-                content, outcome, extras = await run(args, artifact)
+                content, outcome, extras = await _run_recorded(
+                    kv, lambda view: run(view, args, artifact)
+                )
         except _Fail as exc:
             return _error(exc.message, artifact, exc.code)
         return ToolResult(content, {**artifact, "outcome": outcome, **extras})

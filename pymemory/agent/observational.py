@@ -13,6 +13,11 @@ instance for the same session.
 
 Steps are numbered from 1 per session; a new instance continues after the last step an
 observation covers. Steps not yet observed live only in memory.
+
+Several instances (processes, workers) may observe one session in one store: each
+observation takes the next free ``seq_id`` inside the transaction that writes it, so seq
+ids stay unique and dense across writers, and ``list()`` reads the stored observations,
+so it shows every writer's. Step numbers count the steps each writer saw.
 """
 
 from __future__ import annotations
@@ -27,9 +32,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from ..errors import ValidationError
-from ..item import dumps
+from ..item import check_json_depth, dumps
 from ..retrieval.tokens import HeuristicTokenCounter, TokenCounter
-from ..storage import KvBackend, MapKv, iter_prefix
+from ..storage import KvBackend, MapKv, Writes, iter_prefix
 from .llm.base import ChatModel, ChatRequest, ChatResponse, Message, render_transcript
 
 log = logging.getLogger("pymemory.observational")
@@ -133,8 +138,9 @@ def _find_object(raw: str) -> dict[str, Any] | None:
         candidates.append(raw[start : end + 1])
     for candidate in candidates:
         try:
+            check_json_depth(candidate)  # deeper input would exhaust the parser's stack
             value = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             return value
@@ -162,6 +168,11 @@ def _session_key(session_id: str) -> str:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _is_seq(key: str, prefix: str) -> bool:
+    rest = key[len(prefix) :]
+    return len(rest) == SEQ_DIGITS and rest.isdigit()
 
 
 class ObservationalMemory:
@@ -270,10 +281,18 @@ class ObservationalMemory:
                 raise ValueError("the observer returned an empty observation")
             priority, text = parsed
             covers = StepRange(first, last)
-            obs = Observation(self._next_seq, int(self.clock()), text, priority, covers)
-            await self.kv.put_many([(self._key(obs.seq_id), dumps(obs.to_dict()).encode())])
+            created = int(self.clock())
+
+            def write(_values: list[bytes | None], listed: list[list[str]]) -> Writes:
+                # The next seq id after every stored one, whoever wrote it.
+                taken = [int(k[len(self.prefix) :]) for k in listed[0] if _is_seq(k, self.prefix)]
+                seq = max([self._next_seq - 1, *taken]) + 1
+                obs = Observation(seq, created, text, priority, covers)
+                return Writes([(self._key(seq), dumps(obs.to_dict()).encode())], result=obs)
+
+            obs = await self.kv.transact([], write, list_prefixes=[self.prefix])
             self._observations.append(obs)
-            self._next_seq += 1
+            self._next_seq = obs.seq_id + 1
             del self._pending[: len(batch)]
         except asyncio.CancelledError:
             raise
@@ -322,9 +341,19 @@ class ObservationalMemory:
             await asyncio.shield(self._task)
 
     async def list(self) -> list[Observation]:
-        """Every observation of this session, oldest first (stored ones included)."""
+        """Every observation of this session, oldest first: the stored ones (any writer's)
+        and any this instance holds that its store does not."""
         await self._load()
-        return sorted(self._observations, key=lambda o: o.seq_id)
+        stored = {
+            o.seq_id: o
+            for o in [
+                Observation.from_dict(json.loads(value))
+                async for _, value in iter_prefix(self.kv, self.prefix)
+            ]
+        }
+        for o in self._observations:
+            stored.setdefault(o.seq_id, o)
+        return [stored[seq] for seq in sorted(stored)]
 
     async def format_for_prompt(self) -> str:
         """The observations as a prompt block ("" when there are none)."""

@@ -22,8 +22,13 @@ Key layout (``<key>`` is the caller's key with ``%`` written ``%25`` and ``#`` w
 
 Each record is ``{"namespace", "key", "value", "version", "valid_from", "valid_to",
 "expires_at", "metadata"}`` (times in epoch ms). Every put or delete is one atomic batch,
-so a crash never leaves a key with two current versions or none. Writes from one instance
-are serialised; two instances writing one key concurrently are not coordinated.
+so a crash never leaves a key with two current versions or none.
+
+Several writers (processes on one SQLite file, say) may share the store: a put reads the
+current version and the key's history inside its own transaction, so two puts of one key
+at the same moment become two consecutive versions, both kept in the history; ``decay``
+re-checks each record it removes in its transaction, so it never removes a version that
+another writer put meanwhile.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from ..errors import ValidationError
 from ..item import dumps
 from ..retrieval.analyzer import analyze
 from ..retrieval.bm25 import Bm25Index
-from ..storage.base import KvBackend, iter_prefix
+from ..storage.base import KvBackend, Writes, iter_prefix
 from ..storage.schema import ensure_schema
 
 __all__ = [
@@ -238,6 +243,26 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _version_of(key: str) -> int:
+    return int(key.rsplit("#", 1)[1])
+
+
+def _still_expired(
+    keys: list[str], now: int
+) -> Callable[[list[bytes | None], list[list[str]]], Writes]:
+    """Delete the records of ``keys`` that are (still) expired when the transaction runs."""
+
+    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+        doomed = [
+            k
+            for k, raw in zip(keys, values, strict=True)
+            if raw is not None and Entry.decode(raw, k).is_expired(now)
+        ]
+        return Writes(deletes=doomed, result=len(doomed))
+
+    return write
+
+
 def _searchable_text(entry: Entry) -> str:
     parts = [entry.key]
 
@@ -324,30 +349,36 @@ class StructuredMemory:
         meta_json = canonical_json(dict(metadata or {}), "metadata", max_bytes=MAX_METADATA_BYTES)
         ttl = self._ttl[ns] if ttl_ms == "namespace" else _check_ttl(ttl_ms)
         await self._ready()
+        value, meta = json.loads(value_json), json.loads(meta_json)
+        cur, hist = cur_key(ns, key), hist_prefix(ns, key)
         async with self._lock:
-            now = self._now()
-            old = await self._current(ns, key)
-            puts: list[tuple[str, bytes]] = []
-            if old is not None:
-                now = max(now, old.valid_from)
-                puts.append((hist_key(ns, key, old.version), self._closed(old, now).encode()))
-                version = old.version + 1
-            else:
-                last = await self._versions(ns, key)
-                version = last[-1].version + 1 if last else 1
-            entry = Entry(
-                namespace=ns,
-                key=key,
-                value=json.loads(value_json),
-                version=version,
-                valid_from=now,
-                valid_to=None,
-                expires_at=None if ttl is None else now + ttl,
-                metadata=json.loads(meta_json),
-            )
-            puts.append((cur_key(ns, key), entry.encode()))
-            await self.kv.put_many(puts)
-        return entry
+            clock_now = self._now()
+
+            def write(values: list[bytes | None], listed: list[list[str]]) -> Writes:
+                old = None if values[0] is None else Entry.decode(values[0], cur)
+                now = clock_now
+                puts: list[tuple[str, bytes]] = []
+                if old is not None:
+                    now = max(now, old.valid_from)
+                    closed = self._closed(old, now).encode()
+                    puts.append((hist_key(ns, key, old.version), closed))
+                    version = old.version + 1
+                else:  # a new key, or one deleted: continue after its history
+                    version = max((_version_of(k) for k in listed[0]), default=0) + 1
+                entry = Entry(
+                    namespace=ns,
+                    key=key,
+                    value=value,
+                    version=version,
+                    valid_from=now,
+                    valid_to=None,
+                    expires_at=None if ttl is None else now + ttl,
+                    metadata=meta,
+                )
+                puts.append((cur, entry.encode()))
+                return Writes(puts, result=entry)
+
+            return await self.kv.transact([cur], write, list_prefixes=[hist])
 
     @staticmethod
     def _closed(entry: Entry, now: int) -> Entry:
@@ -361,18 +392,25 @@ class StructuredMemory:
         ns = _check_namespace(namespace)
         _check_key(key)
         await self._ready()
+        cur, hist = cur_key(ns, key), hist_prefix(ns, key)
         async with self._lock:
             now = self._now()
-            old = await self._current(ns, key)
-            live = old is not None and not old.is_expired(now)
-            if purge:
-                doomed = [k for k, _ in await self._scan(hist_prefix(ns, key))]
-                await self.kv.delete_many([cur_key(ns, key), *doomed])
-            elif old is not None:
+
+            def write(values: list[bytes | None], listed: list[list[str]]) -> Writes:
+                old = None if values[0] is None else Entry.decode(values[0], cur)
+                live = old is not None and not old.is_expired(now)
+                if purge:
+                    return Writes(deletes=[cur, *listed[0]], result=live)
+                if old is None:
+                    return Writes(result=False)
                 closed = self._closed(old, max(now, old.valid_from))
-                await self.kv.put_many(
-                    [(hist_key(ns, key, old.version), closed.encode())], deletes=[cur_key(ns, key)]
+                return Writes(
+                    [(hist_key(ns, key, old.version), closed.encode())], [cur], result=live
                 )
+
+            live = await self.kv.transact([cur], write, list_prefixes=[hist] if purge else [])
+        if purge:
+            await self.kv.purge()  # the erased versions leave the store's files too
         return live
 
     async def decay(self, namespace: Namespace | None = None) -> int:
@@ -387,8 +425,9 @@ class StructuredMemory:
                 pairs = await self._scan(f"ns:{ns}:")
                 doomed = [k for k, raw in pairs if Entry.decode(raw, k).is_expired(now)]
                 for i in range(0, len(doomed), 500):
-                    await self.kv.delete_many(doomed[i : i + 500])
-                removed += len(doomed)
+                    removed += await self.kv.transact(
+                        doomed[i : i + 500], _still_expired(doomed[i : i + 500], now)
+                    )
         return removed
 
     # --- reads ------------------------------------------------------------------------

@@ -130,10 +130,16 @@ class AgentRpc:
             await state.close()
         return fresh
 
-    async def _blockset(self, state: _DbAgents, set_id: object) -> MemoryBlockSet:
+    async def _blockset(
+        self, state: _DbAgents, set_id: object, *, fresh: bool = False
+    ) -> MemoryBlockSet:
+        """The worker's instance of a set; ``fresh``: re-read first (reads do, so they
+        show what other writers of the store changed; edits apply to the stored set)."""
         key = block_key(_str("setId", set_id))
         found = state.blocksets.get(set_id)  # type: ignore[arg-type]
         if found is not None:
+            if fresh:
+                await found.refresh()
             return found
         async with state.lock:
             found = state.blocksets.get(set_id)  # type: ignore[arg-type]
@@ -191,20 +197,21 @@ class AgentRpc:
 
     async def _a_blocks_get(self, db: str, params: Any) -> dict[str, Any]:
         p = _params(params, {"setId", "label"}, {"setId", "label"})
-        blocks = await self._blockset(await self._db(db), p["setId"])
+        blocks = await self._blockset(await self._db(db), p["setId"], fresh=True)
         return block_js(blocks.get(_str("label", p["label"])))
 
     async def _a_blocks_list(self, db: str, params: Any) -> dict[str, Any]:
         p = _params(params, {"setId"}, {"setId"})
-        return blockset_js(p["setId"], await self._blockset(await self._db(db), p["setId"]))
+        found = await self._blockset(await self._db(db), p["setId"], fresh=True)
+        return blockset_js(p["setId"], found)
 
     async def _a_blocks_render(self, db: str, params: Any) -> str:
         p = _params(params, {"setId"}, {"setId"})
-        return (await self._blockset(await self._db(db), p["setId"])).render()
+        return (await self._blockset(await self._db(db), p["setId"], fresh=True)).render()
 
     async def _a_blocks_message(self, db: str, params: Any) -> dict[str, str]:
         p = _params(params, {"setId"}, {"setId"})
-        return (await self._blockset(await self._db(db), p["setId"])).message()
+        return (await self._blockset(await self._db(db), p["setId"], fresh=True)).message()
 
     async def _a_blocks_setValue(self, db: str, params: Any) -> dict[str, Any]:
         p = _params(params, {"setId", "label", "value"}, {"setId", "label", "value"})

@@ -4,6 +4,10 @@ The worker calls ``await api.call(db, method, params_json)`` and gets back a JSO
 ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": {"code": ..., "message": ...}}``.
 Parameters and results use the JS naming (camelCase); item metadata is passed through
 untouched. Nothing here imports a browser module, so it is tested in CPython.
+
+The parameters' size and nesting are checked before they are parsed (a deep document
+would exhaust the parser's stack and, in Pyodide, take the worker down), and the answer
+is always valid JSON: never ``NaN`` or ``Infinity``.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import PymemoryError, ValidationError
-from ..item import ArchivedItem, MemoryItem
+from ..item import MAX_JSON_DEPTH, ArchivedItem, MemoryItem, check_json_depth
 from ..memory import ImportResult, Memory
 from ..models.embedding import EmbedderUnavailableError, HashingEmbedder
 from ..retrieval.pipeline import Candidate, Retrieval, ScoredMemory
@@ -29,6 +33,11 @@ log = logging.getLogger("pymemory")
 
 KvFactory = Callable[[str], Awaitable[KvBackend]]
 Progress = Callable[[int, int], object]
+
+#: Longest parameters JSON a call may send (characters), checked before parsing; an import
+#: (the whole JSON Lines text in one string) may be longer.
+MAX_PARAMS_CHARS = 32 * 2**20
+MAX_IMPORT_CHARS = 512 * 2**20
 
 
 def item_js(item: MemoryItem) -> dict[str, Any]:
@@ -48,6 +57,7 @@ def item_js(item: MemoryItem) -> dict[str, Any]:
             "important": item.feedback.important,
         },
         "metadata": item.metadata,
+        "version": item.version,
     }
 
 
@@ -135,15 +145,12 @@ class RpcApi:
                 handler = agent_handler(self, method)  # blocks.*, tools.*, observer.*, ...
             if handler is None:
                 return _error("unknown_method", f"unknown method {method!r}")
-            try:
-                params = json.loads(params_json) if params_json else {}
-            except (TypeError, ValueError) as exc:
-                raise ValidationError(f"parameters are not JSON: {exc}") from None
+            params = _parse_params(params_json, method)
             if method == "importJsonl":
                 result = await handler(db, params, progress)
             else:
                 result = await handler(db, params)
-            return json.dumps({"ok": True, "result": result}, ensure_ascii=False)
+            return _answer(method, result)
         except PymemoryError as exc:
             return _error(exc.code, str(exc))
         except Exception as exc:  # a bug, not bad input: report it, keep the worker alive
@@ -211,14 +218,15 @@ class RpcApi:
         return item_js(await (await self.memory(db)).get(p["id"]))
 
     async def _m_update(self, db: str, params: Any) -> dict[str, Any]:
-        p = _params(params, {"id", "text", "content", "type", "metadata", "tags", "scope", "ttlMs"},
-                    {"id"})  # fmt: skip
+        p = _params(params, {"id", "text", "content", "type", "metadata", "tags", "scope", "ttlMs",
+                             "expectedVersion"}, {"id"})  # fmt: skip
         item_id = p.pop("id")
         return item_js(await (await self.memory(db)).update(item_id, **_py(p)))
 
     async def _m_delete(self, db: str, params: Any) -> None:
-        p = _params(params, {"id"}, {"id"})
-        await (await self.memory(db)).delete(p["id"])
+        p = _params(params, {"id", "expectedVersion"}, {"id"})
+        memory = await self.memory(db)
+        await memory.delete(p["id"], expected_version=p.get("expectedVersion"))
 
     async def _m_list(self, db: str, params: Any) -> list[dict[str, Any]]:
         p = _params(params, {"scope", "type", "tags", "sinceMs", "untilMs", "limit"})
@@ -450,3 +458,36 @@ class ModelUnavailableError(PymemoryError):
 
 def _error(code: str, message: str) -> str:
     return json.dumps({"ok": False, "error": {"code": code, "message": message}})
+
+
+def _parse_params(params_json: Any, method: str) -> Any:
+    """The call's parameters, size and nesting checked before parsing."""
+    if params_json is None or params_json == "":
+        return {}
+    if not isinstance(params_json, str):
+        raise ValidationError("parameters must arrive as a JSON string")
+    limit = MAX_IMPORT_CHARS if method == "importJsonl" else MAX_PARAMS_CHARS
+    if len(params_json) > limit:
+        raise ValidationError(
+            f"parameters are {len(params_json)} characters of JSON, over the limit of {limit}"
+        )
+    check_json_depth(params_json, MAX_JSON_DEPTH)
+    try:
+        return json.loads(params_json)
+    except (ValueError, RecursionError) as exc:
+        raise ValidationError(f"parameters are not JSON: {exc}") from None
+
+
+def _answer(method: str, result: Any) -> str:
+    """``{"ok": true, "result": ...}`` as strict JSON (no NaN/Infinity, no lone
+    surrogates), so the page's JSON.parse can always read it."""
+    try:
+        text = json.dumps({"ok": True, "result": result}, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # a non-finite number: a bug, reported as one, never sent as JSON
+        log.error("%s produced a non-finite number; not sent", method)
+        return _error("internal", f"{method} produced a number that is not finite")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escape it (\udXXX is valid JSON)
+        text = json.dumps({"ok": True, "result": result}, allow_nan=False)
+    return text

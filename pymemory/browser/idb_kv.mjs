@@ -94,6 +94,51 @@ export async function open(name, durability = "strict") {
       await done(tx);
     },
 
+    // Read-modify-write in ONE readwrite transaction: read `keys` and the keys under each
+    // of `prefixes`, hand them to `fn` (Python, called synchronously while the transaction
+    // is still active), then apply the writes it returns. `fn` returns null to abort.
+    async transact(keys, prefixes, fn) {
+      const tx = db.transaction(STORE, "readwrite", txOptions);
+      const finished = done(tx);
+      finished.catch(() => {}); // awaited below, or deliberately dropped on abort
+      const store = tx.objectStore(STORE);
+      const [values, listed] = await Promise.all([
+        Promise.all(keys.map((k) => request(store.get(keyBytes(k))))),
+        Promise.all(
+          prefixes.map((p) => {
+            const low = keyBytes(p);
+            const high = upperBound(low);
+            const range = high === null ? IDBKeyRange.lowerBound(low) : IDBKeyRange.bound(low, high, false, true);
+            return request(store.getAllKeys(range)).then((ks) => ks.map((k) => decoder.decode(k)));
+          }),
+        ),
+      ]);
+      let writes;
+      try {
+        writes = fn(
+          concat(values.filter((v) => v !== undefined)),
+          values.map((v) => (v === undefined ? -1 : v.byteLength)),
+          listed,
+        );
+      } catch (err) {
+        tx.abort();
+        throw err;
+      }
+      if (writes == null) {
+        tx.abort();
+        return false;
+      }
+      const [putKeys, blob, lengths, deletes] = writes;
+      for (const k of deletes) store.delete(keyBytes(k));
+      let pos = 0;
+      putKeys.forEach((k, i) => {
+        store.put(blob.slice(pos, pos + lengths[i]), keyBytes(k));
+        pos += lengths[i];
+      });
+      await finished;
+      return true;
+    },
+
     async scan(prefix, startAfter, limit) {
       const low = keyBytes(prefix);
       const high = upperBound(low);

@@ -28,7 +28,12 @@ def _params(params: Any, allowed: set[str], required: set[str] = frozenset()) ->
     return params
 
 
-PY_NAMES = {"ttlMs": "ttl_ms", "sinceMs": "since_ms", "untilMs": "until_ms"}
+PY_NAMES = {
+    "ttlMs": "ttl_ms",
+    "sinceMs": "since_ms",
+    "untilMs": "until_ms",
+    "expectedVersion": "expected_version",
+}
 
 
 def _py(params: dict[str, Any]) -> dict[str, Any]:

@@ -24,12 +24,12 @@ from typing import Any
 import js
 import numpy as np
 from pyodide.code import run_js
-from pyodide.ffi import JsException, to_js
+from pyodide.ffi import JsException, create_proxy, to_js
 
 from ..errors import StorageError, StoreClosedError, ValidationError
 from ..memory import Memory
 from ..models.runtime import PRIORITY
-from ..storage.base import check_items, check_key
+from ..storage.base import TransactFn, check_items, check_key, check_prefixes, check_writes
 from .api import RpcApi
 
 #: The JS half of IndexedDbKv, package data of pymemory.browser.
@@ -160,6 +160,52 @@ class IndexedDbKv:
         keys = res.keys.to_py()
         values = _split(res.blob.to_bytes(), res.lengths.to_py())
         return list(zip(keys, values, strict=True))  # type: ignore[arg-type]
+
+    async def transact(
+        self, keys: Sequence[str], fn: TransactFn, *, list_prefixes: Sequence[str] = ()
+    ) -> Any:
+        keys = [check_key(k) for k in keys]
+        prefixes = check_prefixes(list_prefixes)
+        outcome: dict[str, Any] = {}
+
+        def run(blob: Any, lengths: Any, listed: Any) -> Any:
+            # Called by idb-kv.mjs inside the IndexedDB transaction. Never raises into JS:
+            # an exception is kept here and re-raised once the transaction has aborted.
+            try:
+                values = _split(blob.to_bytes(), lengths.to_py())
+                writes = fn(values, [list(ks) for ks in listed.to_py()])
+                puts, deletes = check_writes(writes)
+            except BaseException as exc:  # re-raised below, unchanged
+                outcome["error"] = exc
+                return None
+            outcome["result"] = writes.result
+            return to_js(
+                [
+                    [k for k, _ in puts],
+                    _to_uint8(b"".join(v for _, v in puts)),
+                    [len(v) for _, v in puts],
+                    deletes,
+                ]
+            )
+
+        proxy = create_proxy(run)
+        try:
+            await self._call("transact", to_js(keys), to_js(prefixes), proxy)
+        except StorageError:
+            if "error" in outcome:
+                raise outcome["error"] from None
+            raise
+        finally:
+            proxy.destroy()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome.get("result")
+
+    async def purge(self) -> None:
+        # IndexedDB gives no control over its files: the browser compacts them (Chrome's
+        # LevelDB, Firefox's and Safari's SQLite) on its own schedule. Nothing to do.
+        if self._closed:
+            raise StoreClosedError(f"the IndexedDB store {self.name!r} is closed")
 
     async def close(self) -> None:
         if not self._closed:

@@ -6,7 +6,18 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
-from ..item import MEMORY_TYPES, MemoryItem, check_tags, check_timestamp, new_id
+from ..item import (
+    MEMORY_TYPES,
+    MemoryItem,
+    check_content,
+    check_metadata,
+    check_scope,
+    check_tags,
+    check_text,
+    check_timestamp,
+    check_ttl,
+    new_id,
+)
 
 if TYPE_CHECKING:
     from . import Encoder
@@ -29,13 +40,14 @@ async def build_item(
     ttl_ms: int | None,
     timestamp: int | None,
 ) -> MemoryItem:
-    """Check ``add()``'s arguments and summarise ``text`` (unless ``content`` is given)."""
+    """Check ``add()``'s arguments and summarise ``text`` (unless ``content`` is given).
+    Every check, sizes included, runs before the encoder: bad input is refused at once."""
     if text is None and content is None:
         raise ValidationError("add() needs text (raw input) or content (a summary)")
     for name, value in (("text", text), ("content", content)):
         if value is not None and not isinstance(value, str):
             raise ValidationError(f"{name} must be a string, got {type_name(value)}")
-    if type not in MEMORY_TYPES:
+    if not isinstance(type, str) or type not in MEMORY_TYPES:
         raise ValidationError(f"type must be one of {', '.join(MEMORY_TYPES)}, got {type!r}")
     if metadata is not None and not isinstance(metadata, Mapping):
         raise ValidationError(f"metadata must be a dict, got {type_name(metadata)}")
@@ -43,6 +55,15 @@ async def build_item(
     assert raw is not None
     if not raw.strip():
         raise ValidationError("text must not be empty")
+    check_text(raw)
+    if content is not None:
+        check_content(content)
+    check_metadata(dict(metadata or {}))
+    check_scope(scope)
+    tags = check_tags(tags)
+    check_ttl(ttl_ms)
+    if timestamp is not None:
+        check_timestamp(timestamp)
     method = "given"
     if content is None:
         encoded = await encoder.encode(raw, type=type)
@@ -57,7 +78,7 @@ async def build_item(
         text=raw,
         metadata=dict(metadata or {}),
         scope=scope,
-        tags=check_tags(tags),
+        tags=tags,
         ttl_ms=ttl_ms,
         content_method=method,
     )

@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from ..item import check_json_depth
 from .compress import _truncate
 from .sentences import _normalize
 
@@ -33,6 +34,7 @@ def _render_json(text: str, max_chars: int) -> str:
     if not stripped.startswith(("{", "[")):
         return ""
     try:
+        check_json_depth(stripped)  # deeper input would exhaust the parser's stack
         data = json.loads(stripped, parse_int=_Number, parse_float=_Number, parse_constant=_Number)
     except (ValueError, RecursionError):
         return ""

@@ -28,8 +28,10 @@ log = logging.getLogger("pymemory")
 class RefineWorker:
     """The background refine loop of one memory.
 
-    ``get(id)`` reads the live item, ``lock`` is the memory's write lock and ``write(item)``
-    persists a refined item (called with the lock held); ``on_refined(id)`` runs after.
+    ``get(id)`` reads the live item, ``lock`` is the memory's write lock and
+    ``write(before, refined)`` persists a refined item (called with the lock held) if the
+    stored item still holds what ``before`` held, returning whether it did (another
+    process may have edited the item meanwhile); ``on_refined(id)`` runs after a write.
     """
 
     def __init__(
@@ -38,7 +40,7 @@ class RefineWorker:
         *,
         get: Callable[[str], MemoryItem | None],
         lock: asyncio.Lock,
-        write: Callable[[MemoryItem], Awaitable[None]],
+        write: Callable[[MemoryItem, MemoryItem], Awaitable[bool]],
         on_refined: Callable[[str], None],
     ) -> None:
         self.refiner = refiner
@@ -103,5 +105,6 @@ class RefineWorker:
             except ValidationError as exc:
                 log.warning("refiner output for %s rejected: %s", item_id, exc)
                 return
-            await self._write(refined)
+            if not await self._write(current, refined):
+                return
         self._on_refined(item_id)

@@ -1,9 +1,13 @@
 """Dense retrieval's side of a memory: vectors embedded in the background, searched per query.
 
 Items are queued for embedding as they are written and embedded in batches; a vector is
-stored only if its item still holds the text that was embedded. Vectors persist beside
-their items (``vec:<id>``, :class:`~.vectors_kv.KvVectorStore`), so a reload never re-embeds.
-A query whose embedding fails is ranked by BM25 alone, with a note in the trace.
+stored only if its item still holds the text that was embedded, checked against the
+stored item in the same transaction that writes the vector (another process may have
+changed or deleted it meanwhile). Vectors persist beside their items (``vec:<id>``,
+:class:`~.vectors_kv.KvVectorStore`), so a reload never re-embeds. Deleting an item deletes
+its vector in the same transaction (the facade does it); :meth:`DenseIndex.forget` then
+drops the row here. A query whose embedding fails is ranked by BM25 alone, with a note in
+the trace.
 """
 
 from __future__ import annotations
@@ -11,14 +15,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
 
+from ..errors import ValidationError
+from ..item import MemoryItem
 from ..models.embedding import Embedder
 from ..models.runtime import urgent
-from ..storage import KvBackend
+from ..storage import KvBackend, Writes, changes, schema
 from .catalog import Catalog
 from .vectors_kv import KvVectorStore
 
@@ -30,17 +36,24 @@ EMBED_BATCH = 32
 class DenseIndex:
     """The embedder, the stored vectors and the background embed loop of one memory.
 
-    ``lock`` is the memory's write lock: vectors are written under it, and ``drop`` is
-    called with it held.
+    ``lock`` is the memory's write lock: vectors are written under it, and ``forget`` is
+    called with it held. ``on_commit`` hears about every logged commit this index makes
+    (the facade keeps its change-log position with it).
     """
 
     def __init__(
-        self, embedder: Embedder, vectors: KvVectorStore, catalog: Catalog, lock: asyncio.Lock
+        self,
+        embedder: Embedder,
+        vectors: KvVectorStore,
+        catalog: Catalog,
+        lock: asyncio.Lock,
+        on_commit: Callable[[changes.Committed], None] = lambda _c: None,
     ) -> None:
         self.embedder = embedder
         self.vectors = vectors
         self._catalog = catalog
         self._lock = lock
+        self._on_commit = on_commit
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         for item_id in catalog.items:
             if item_id not in vectors:  # written before the embedder was on
@@ -55,27 +68,33 @@ class DenseIndex:
         catalog: Catalog,
         lock: asyncio.Lock,
         vector_dtype: Literal["int8", "float16", "float32"] = "int8",
+        on_commit: Callable[[changes.Committed], None] = lambda _c: None,
     ) -> DenseIndex:
         """Load the stored vectors and queue every item that has none yet."""
         vectors = await KvVectorStore.open(kv, embedder.dim, vector_dtype)
         async with lock:
-            # Vectors left by a crash between an item's delete and its vector's: drop them,
-            # so that every vector belongs to a live item (retrieval counts on it).
+            # Vectors without an item (left by an older pymemory, which deleted the two in
+            # separate batches): drop them, so that every vector belongs to a live item
+            # (retrieval counts on it). Checked in the transaction: the item may be new.
             orphans = [i for i in vectors.ids() if i not in catalog.items]
             if orphans:
-                await vectors.delete(orphans)
-        return cls(embedder, vectors, catalog, lock)
+
+                def drop(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+                    gone = [i for i, raw in zip(orphans, values, strict=True) if raw is None]
+                    return Writes(deletes=[schema.vec_key(i) for i in gone], result=gone)
+
+                done = await changes.commit(kv, [schema.mem_key(i) for i in orphans], drop)
+                vectors.apply_local(deletes=done.result)
+                on_commit(done)
+        return cls(embedder, vectors, catalog, lock, on_commit)
 
     def queue(self, item_id: str) -> None:
         self._queue.put_nowait(item_id)
 
-    async def drop(self, ids: Sequence[str]) -> None:
-        """Delete vectors of deleted items (caller holds the lock). A crash between the item
-        delete and this leaves an orphan vector, which is never returned: retrieval only
-        ranks ids the catalog knows."""
-        doomed = [i for i in ids if i in self.vectors]
-        if doomed:
-            await self.vectors.delete(doomed)
+    def forget(self, ids: Sequence[str]) -> None:
+        """Drop the rows of items whose vectors were deleted from the store (the caller
+        holds the lock and deleted the records in its own transaction)."""
+        self.vectors.apply_local(deletes=[i for i in ids if i in self.vectors])
 
     async def idle(self) -> None:
         await self._queue.join()
@@ -103,15 +122,20 @@ class DenseIndex:
         if not items:
             return
         vectors = await self.embedder.embed([i.text for i in items])
+        batch = self.vectors.encode([i.id for i in items], vectors)
+        texts = [i.text for i in items]
+
+        def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+            # Keep only items still stored with the text that was embedded.
+            keep = [j for j, raw in enumerate(values) if _stored_text(raw) == texts[j]]
+            return Writes([batch.puts[j] for j in keep], result=keep)
+
         async with self._lock:
-            # Keep only items still there with the text that was embedded.
-            keep = [
-                j
-                for j, i in enumerate(items)
-                if (now := self._catalog.get(i.id)) is not None and now.text == i.text
-            ]
-            if keep:
-                await self.vectors.upsert([items[j].id for j in keep], vectors[keep])
+            done = await changes.commit(
+                self.vectors.kv, [schema.mem_key(i.id) for i in items], write
+            )
+            self.vectors.apply_local(batch, keep=done.result)
+            self._on_commit(done)
 
     async def candidates(
         self, query: str, depth: int
@@ -133,3 +157,12 @@ class DenseIndex:
             np.array([h[0] for h in hits], dtype=np.int64),
             np.array([h[1] for h in hits], dtype=np.float64),
         ), notes
+
+
+def _stored_text(raw: bytes | None) -> str | None:
+    if raw is None:
+        return None
+    try:
+        return MemoryItem.from_json(raw).text
+    except ValidationError:
+        return None

@@ -20,9 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import StrategyError, ValidationError
-from ..item import MEMORY_TYPES, check_scope, check_tag
+from ..item import MAX_TIMESTAMP_MS, MEMORY_TYPES, check_scope, check_tag
 
 HOUR_MS = 3_600_000
+# Bounds that keep every score and time computation finite: a window or half-life up to
+# a thousand years, weights up to a million, and compose nested at most 16 deep.
+MAX_HOURS = 24 * 366 * 1000
+MAX_WEIGHT = 1e6
+MAX_COMPOSE_DEPTH = 16
 
 # Defaults, in one place (the JS builders leave unset options to these).
 DECAY_HALF_LIFE_HOURS = 168.0
@@ -112,21 +117,39 @@ Strategy = TimeWindow | ByTag | ByType | ByScope | TimeDecay | FeedbackWeight | 
 # --- constructors -----------------------------------------------------------------------
 
 
-def _number(name: str, value: Any, *, minimum: float = 0.0, allow_none: bool = False) -> Any:
+def _number(
+    name: str,
+    value: Any,
+    *,
+    minimum: float = 0.0,
+    maximum: float = MAX_WEIGHT,
+    allow_none: bool = False,
+) -> Any:
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise StrategyError(f"{name} must be a finite number, got {value!r}")
-    if value < minimum:
-        raise StrategyError(f"{name} must be >= {minimum}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise StrategyError(f"{name} must be a finite number, got {_short(value)}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        finite = False
+    if not finite or not minimum <= value <= maximum:
+        raise StrategyError(
+            f"{name} must be a number in {minimum:g}..{maximum:,.0f}, got {_short(value)}"
+        )
     return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _ms(name: str, value: Any) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise StrategyError(f"{name} must be epoch milliseconds (int >= 0), got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TIMESTAMP_MS:
+        raise StrategyError(f"{name} must be epoch milliseconds (an int >= 0), got {_short(value)}")
     return value
 
 
@@ -144,7 +167,7 @@ def time_window(
 ) -> TimeWindow:
     if hours is None and since_ms is None and until_ms is None:
         raise StrategyError("time_window needs hours, since_ms or until_ms")
-    hours = _number("time_window.hours", hours, allow_none=True)
+    hours = _number("time_window.hours", hours, maximum=MAX_HOURS, allow_none=True)
     if hours is not None and hours <= 0:
         raise StrategyError("time_window.hours must be > 0")
     since, until = _ms("time_window.since_ms", since_ms), _ms("time_window.until_ms", until_ms)
@@ -155,7 +178,7 @@ def time_window(
 
 def by_tag(*tags: str | Iterable[str], match: str = "any") -> ByTag:
     flat = _strings("by_tag", tags)
-    if match not in ("any", "all"):
+    if not isinstance(match, str) or match not in ("any", "all"):
         raise StrategyError(f"by_tag.match must be 'any' or 'all', got {match!r}")
     try:
         return ByTag(tuple(check_tag(t) for t in flat), match)  # type: ignore[arg-type]
@@ -166,7 +189,7 @@ def by_tag(*tags: str | Iterable[str], match: str = "any") -> ByTag:
 def by_type(*types: str | Iterable[str]) -> ByType:
     flat = _strings("by_type", types)
     for t in flat:
-        if t not in MEMORY_TYPES:
+        if not isinstance(t, str) or t not in MEMORY_TYPES:
             known = ", ".join(MEMORY_TYPES)
             raise StrategyError(f"by_type: unknown type {t!r}; use one of {known}")
     return ByType(flat)
@@ -183,7 +206,9 @@ def by_scope(*scopes: str | Iterable[str]) -> ByScope:
 def time_decay(
     half_life_hours: float | None = DECAY_HALF_LIFE_HOURS, *, floor: float = DECAY_FLOOR
 ) -> TimeDecay:
-    half_life_hours = _number("time_decay.half_life_hours", half_life_hours, allow_none=True)
+    half_life_hours = _number(
+        "time_decay.half_life_hours", half_life_hours, maximum=MAX_HOURS, allow_none=True
+    )
     if half_life_hours is not None and half_life_hours <= 0:
         raise StrategyError("time_decay.half_life_hours must be > 0 (or None for no decay)")
     floor = _number("time_decay.floor", floor)
@@ -274,9 +299,30 @@ def from_dict(data: Any) -> Strategy:
         raise StrategyError(f"bad arguments for {data['kind']}: {exc}") from None
 
 
+def _nesting(strategy: Any) -> int:
+    """How deep ``compose`` nests in a strategy or its dict form (without recursing)."""
+    deepest, todo = 0, [(strategy, 0)]
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, Compose):
+            inner: Any = node.strategies
+        elif isinstance(node, Mapping) and node.get("kind") == "compose":
+            inner = node.get("strategies")
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > MAX_COMPOSE_DEPTH:
+            break
+        if isinstance(inner, (list, tuple)):
+            todo.extend((s, depth + 1) for s in inner)
+    return deepest
+
+
 def coerce(strategy: Strategy | Mapping[str, Any] | None) -> Strategy:
     if strategy is None:
         return DEFAULT_STRATEGY
+    if _nesting(strategy) > MAX_COMPOSE_DEPTH:
+        raise StrategyError(f"compose nests deeper than {MAX_COMPOSE_DEPTH} levels; flatten it")
     if isinstance(strategy, Mapping):
         return from_dict(strategy)
     if isinstance(strategy, Strategy):  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ import logging
 import math
 import struct
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from ..errors import PymemoryError, ValidationError
 from ..storage.base import MAX_KEY_CHARS, KvBackend, check_key, iter_prefix
 from .vectors import _NP_DTYPE, DType, InMemoryVectorStore, _check_id, _quantize
 
-__all__ = ["KvVectorStore", "decode_vector", "encode_vector"]
+__all__ = ["EncodedBatch", "KvVectorStore", "decode_vector", "encode_vector"]
 
 log = logging.getLogger("pymemory")
 
@@ -75,6 +76,17 @@ def _record_size(dtype: str, dim: int) -> int:
 
 
 # --- the persistent store ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EncodedBatch:
+    """Vectors validated and quantised (:meth:`KvVectorStore.encode`): the rows to hold in
+    memory and the KV records (``puts``) that persist them."""
+
+    ids: list[str]
+    rows: np.ndarray
+    scales: np.ndarray
+    puts: list[tuple[str, bytes]]
 
 
 class KvVectorStore(InMemoryVectorStore):
@@ -229,25 +241,66 @@ class KvVectorStore(InMemoryVectorStore):
         if isinstance(deletes, str):
             raise ValidationError("deletes must be a sequence of ids, not a str")
         dead = [_check_id(i) for i in deletes]
-        ids: list[str] = []
+        batch = self.encode(*upserts) if upserts is not None else self.encode([], None)
+        dead_keys = [self.key(i) for i in dead]
+        async with self._write_lock:
+            if batch.puts:
+                await self.kv.put_many(batch.puts, deletes=dead_keys)
+            elif dead_keys:
+                await self.kv.delete_many(dead_keys)
+            self.apply_local(batch, deletes=dead)
+
+    def encode(self, ids: Sequence[str], vectors: Any) -> EncodedBatch:
+        """Validate and quantise a batch into its KV records, touching nothing: write
+        ``.puts`` yourself (e.g. inside a transaction), then :meth:`apply_local` it."""
         rows = np.zeros((0, self.dim), dtype=_NP_DTYPE[self.dtype])
         scales = np.zeros(0, dtype=np.float32)
-        if upserts is not None:
-            ids, unit = self._prepare(*upserts)
+        out_ids: list[str] = []
+        if ids:
+            out_ids, unit = self._prepare(ids, vectors)
             rows, scales = _quantize(unit, self.dtype)
         puts = [
             (self.key(i), encode_vector(rows[j], float(scales[j]), self.dtype))
-            for j, i in enumerate(ids)
+            for j, i in enumerate(out_ids)
         ]
-        dead_keys = [self.key(i) for i in dead]
-        async with self._write_lock:
-            if puts:
-                await self.kv.put_many(puts, deletes=dead_keys)
-            elif dead_keys:
-                await self.kv.delete_many(dead_keys)
-            kept = set(ids)
-            self._remove([i for i in dead if i not in kept])
-            self._put_rows(ids, rows, scales)
+        return EncodedBatch(out_ids, rows, scales, puts)
+
+    def apply_local(
+        self,
+        batch: EncodedBatch | None = None,
+        *,
+        deletes: Iterable[str] = (),
+        keep: Iterable[int] | None = None,
+    ) -> None:
+        """Update the in-memory matrix only, after the records were written elsewhere:
+        drop ``deletes``, then put the rows of ``batch`` (only indices ``keep`` if given)."""
+        self._check_loaded()
+        upserted: list[str] = []
+        if batch is not None and batch.ids:
+            pick = list(range(len(batch.ids))) if keep is None else list(keep)
+            upserted = [batch.ids[j] for j in pick]
+            self._put_rows(upserted, batch.rows[pick], batch.scales[pick])
+        kept = set(upserted)
+        self._remove([i for i in deletes if i not in kept])
+
+    async def reload(self, ids: Iterable[str]) -> None:
+        """Re-read the records of ``ids`` from the KV store into memory (another writer
+        changed them): present ones replace the row, absent ones drop it."""
+        self._check_loaded()
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), LOAD_CHUNK):
+            chunk = ids[start : start + LOAD_CHUNK]
+            raws = await self.kv.get_many([self.prefix + i for i in chunk])
+            fresh = InMemoryVectorStore(self.dim, self.dtype)
+            corrupt: list[str] = []
+            present = [(i, r) for i, r in zip(chunk, raws, strict=True) if r is not None]
+            self._decode_into(fresh, [i for i, _ in present], [r for _, r in present], corrupt)
+            self._remove([i for i in chunk if i not in fresh])
+            found = fresh.ids()
+            slots = fresh.slots_of(found)
+            self._put_rows(found, fresh._rows[slots], fresh._scale[slots])
+            self.corrupt_keys = [k for k in self.corrupt_keys if k[len(self.prefix) :] not in chunk]
+            self.corrupt_keys += corrupt
 
     def search(
         self, query: Any, k: int, allowed_ids: Iterable[str] | None = None

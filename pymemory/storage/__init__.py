@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import KvBackend, iter_prefix
+from .base import KvBackend, Writes, iter_prefix
 from .map import MapKv
 
 if TYPE_CHECKING:
     from .sqlite import SqliteKv
 
-__all__ = ["KvBackend", "MapKv", "SqliteKv", "iter_prefix"]
+__all__ = ["KvBackend", "MapKv", "SqliteKv", "Writes", "iter_prefix"]
 
 
 def __getattr__(name: str) -> Any:

@@ -4,16 +4,40 @@ Keys are ``str``; values are ``bytes``. Scans return keys in Unicode code point 
 (what SQLite's BINARY collation gives for UTF-8). Writes are atomic per call: a
 ``put_many`` either lands whole or not at all, and once it returns the batch is durable
 to the backend's ability (a file for SQLite, a committed transaction for IndexedDB).
+
+``transact`` is the read-modify-write that several writers need: it reads some keys (and
+the key lists of some prefixes), hands them to a synchronous function and applies the
+writes that function returns, all in ONE backend transaction (``BEGIN IMMEDIATE`` on
+SQLite, one ``readwrite`` transaction on IndexedDB), so no other writer, in this process
+or another, can slip in between the read and the write.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ValidationError
 
 MAX_KEY_CHARS = 1024
+
+
+@dataclass(frozen=True)
+class Writes:
+    """What a ``transact`` function returns: one batch (``put_many`` semantics: the put
+    wins over a delete of the same key) and a ``result`` handed back to the caller."""
+
+    puts: Sequence[tuple[str, bytes]] = ()
+    deletes: Sequence[str] = ()
+    result: Any = None
+
+
+#: ``fn(values, listed) -> Writes``: ``values`` in the order of the keys asked for (None:
+#: absent), ``listed[i]`` the keys under the i-th prefix, ascending. It runs inside the
+#: transaction, possibly on the backend's own thread: it must only compute (no I/O, no
+#: await, no shared mutable state) and is called exactly once per ``transact``.
+TransactFn = Callable[[list[bytes | None], list[list[str]]], Writes]
 
 
 @runtime_checkable
@@ -43,6 +67,23 @@ class KvBackend(Protocol):
         self, prefix: str, *, start_after: str | None = None, limit: int | None = None
     ) -> list[tuple[str, bytes]]:
         """Pairs whose key starts with ``prefix``, ascending, after ``start_after``."""
+        ...
+
+    async def transact(
+        self, keys: Sequence[str], fn: TransactFn, *, list_prefixes: Sequence[str] = ()
+    ) -> Any:
+        """Atomic read-modify-write: in one transaction read ``keys`` and the keys under
+        each of ``list_prefixes``, call ``fn(values, listed)`` and apply the ``Writes`` it
+        returns. Returns ``Writes.result``. If ``fn`` raises, nothing is written and the
+        exception propagates unchanged. No other write lands between the read and the
+        write, from this process or another."""
+        ...
+
+    async def purge(self) -> None:
+        """Make deleted data unrecoverable from the backend's own files as far as it can
+        (SQLite: deleted records are zeroed by ``secure_delete``; this also checkpoints and
+        truncates the write-ahead log). A no-op where the backend cannot (MapKv: nothing
+        to do; IndexedDB: the browser compacts its files on its own schedule)."""
         ...
 
     async def close(self) -> None:
@@ -77,6 +118,28 @@ def check_items(items: Iterable[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
             raise ValidationError("put_many takes (key, value) pairs")
         out.append((check_key(pair[0]), check_value(pair[1])))
     return out
+
+
+def check_prefixes(prefixes: Iterable[str]) -> list[str]:
+    out = []
+    for prefix in prefixes:
+        if not isinstance(prefix, str):
+            raise ValidationError(f"a prefix must be str, got {type(prefix).__name__}")
+        if prefix:
+            check_key(prefix)
+        out.append(prefix)
+    return out
+
+
+def check_writes(writes: object) -> tuple[list[tuple[str, bytes]], list[str]]:
+    """The checked puts and deletes of what a transact function returned."""
+    if not isinstance(writes, Writes):
+        raise ValidationError(
+            f"a transact function must return Writes, got {type(writes).__name__}"
+        )
+    if isinstance(writes.deletes, (str, bytes)):
+        raise ValidationError("Writes.deletes must be a sequence of keys")
+    return check_items(writes.puts), [check_key(k) for k in writes.deletes]
 
 
 async def iter_prefix(

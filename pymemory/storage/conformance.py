@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ..errors import StoreClosedError, ValidationError
-from .base import KvBackend, iter_prefix
+from .base import KvBackend, Writes, iter_prefix
 
 Factory = Callable[[], Awaitable[KvBackend]]
 Check = Callable[[KvBackend], Awaitable[None]]
@@ -199,6 +199,83 @@ async def check_concurrent_writes(kv: KvBackend) -> None:
 
 
 @check
+async def check_transact_reads_then_writes(kv: KvBackend) -> None:
+    await kv.put_many(
+        [("a", b"1"), ("p:\U00010000", b""), ("p:\uffff", b""), ("p:", b""), ("q", b"")]
+    )
+    seen: list[object] = []
+
+    def fn(values: list[bytes | None], listed: list[list[str]]) -> Writes:
+        seen.extend([values, listed])
+        return Writes([("a", b"2"), ("n", b"new"), ("q", b"kept")], ["q", "p:", "zz"], "done")
+
+    result = await kv.transact(["a", "missing", "a"], fn, list_prefixes=["p:", "zz", ""])
+    assert result == "done"
+    assert seen[0] == [b"1", None, b"1"], seen
+    everything = ["a", "p:", "p:\uffff", "p:\U00010000", "q"]
+    assert seen[1] == [["p:", "p:\uffff", "p:\U00010000"], [], everything], seen
+    assert await _all(kv) == {
+        "a": b"2", "n": b"new", "p:\U00010000": b"", "p:\uffff": b"", "q": b"kept",
+    }  # fmt: skip
+    assert await kv.transact([], lambda v, listed: Writes(result=(v, listed))) == ([], [])
+
+
+class _Refused(Exception):
+    pass
+
+
+@check
+async def check_transact_failure_writes_nothing(kv: KvBackend) -> None:
+    await kv.put_many([("keep", b"1")])
+
+    def refuse(values: list[bytes | None], listed: list[list[str]]) -> Writes:
+        raise _Refused("no")
+
+    await _raises(_Refused, kv.transact(["keep"], refuse))
+    for bad in (
+        Writes([("a", b"1"), ("", b"2")]),
+        Writes([("a", b"1"), ("b", "text")]),  # type: ignore[list-item]
+        Writes([("a", b"1")], [None]),  # type: ignore[list-item]
+        Writes([("a", b"1")], "keep"),  # type: ignore[arg-type]
+        ("a", b"1"),
+    ):
+        await _raises(ValidationError, kv.transact(["keep"], lambda v, _l, w=bad: w))
+    await _raises(ValidationError, kv.transact([7], lambda v, _l: Writes()))  # type: ignore[list-item]
+    await _raises(ValidationError, kv.transact([], lambda v, _l: Writes(), list_prefixes=[7]))  # type: ignore[list-item]
+    assert await _all(kv) == {"keep": b"1"}
+
+
+@check
+async def check_transact_is_atomic(kv: KvBackend) -> None:
+    """Concurrent read-modify-writes of one counter lose no increment."""
+
+    def increment(values: list[bytes | None], listed: list[list[str]]) -> Writes:
+        n = int(values[0] or b"0") + 1
+        return Writes([("counter", b"%d" % n), (f"log:{n:03d}", b"")], result=n)
+
+    async def writer(w: int) -> list[int]:
+        got = []
+        for i in range(10):
+            got.append(await kv.transact(["counter"], increment))
+            await kv.put_many([(f"other:{w}:{i}", b"")])
+        return got
+
+    results = await asyncio.gather(*(writer(w) for w in range(4)))
+    assert sorted(n for r in results for n in r) == list(range(1, 41))
+    assert await kv.get("counter") == b"40"
+    assert len(await kv.scan("log:")) == 40 and len(await kv.scan("other:")) == 40
+
+
+@check
+async def check_purge_keeps_live_data(kv: KvBackend) -> None:
+    await kv.put_many([("a", b"1"), ("b", b"secret")])
+    await kv.delete_many(["b"])
+    await kv.purge()
+    await kv.purge()
+    assert await _all(kv) == {"a": b"1"}
+
+
+@check
 async def check_close(kv: KvBackend) -> None:
     await kv.put_many([("a", b"1")])
     await kv.close()
@@ -206,3 +283,5 @@ async def check_close(kv: KvBackend) -> None:
     await _raises(StoreClosedError, kv.get("a"))
     await _raises(StoreClosedError, kv.put_many([("b", b"2")]))
     await _raises(StoreClosedError, kv.scan(""))
+    await _raises(StoreClosedError, kv.transact(["a"], lambda v, _l: Writes()))
+    await _raises(StoreClosedError, kv.purge())

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import StoreClosedError
-from .base import check_items, check_key
+from .base import TransactFn, check_items, check_key, check_prefixes, check_writes
 
 
 class MapKv:
-    """In-memory KvBackend. Batches are atomic because they are validated before any write."""
+    """In-memory KvBackend. Batches are atomic because they are validated before any write.
+
+    ``transact`` reads, calls its function and writes without yielding to the event loop;
+    it writes through ``put_many``, so a subclass that instruments ``put_many`` sees every
+    batch (and one that fails there fails the transaction, which then writes nothing).
+    """
 
     def __init__(self) -> None:
         self._data: dict[str, bytes] = {}
@@ -69,6 +75,31 @@ class MapKv:
             out.append((key, self._data[key]))
             i += 1
         return out
+
+    async def transact(
+        self, keys: Sequence[str], fn: TransactFn, *, list_prefixes: Sequence[str] = ()
+    ) -> Any:
+        self._check_open()
+        keys = [check_key(k) for k in keys]
+        prefixes = check_prefixes(list_prefixes)
+        values = [self._data.get(k) for k in keys]
+        listed = [self._keys_under(p) for p in prefixes]
+        writes = fn(values, listed)
+        puts, deletes = check_writes(writes)
+        if puts or deletes:
+            await self.put_many(puts, deletes=deletes)
+        return writes.result
+
+    def _keys_under(self, prefix: str) -> list[str]:
+        i = bisect.bisect_left(self._keys, prefix)
+        out = []
+        while i < len(self._keys) and self._keys[i].startswith(prefix):
+            out.append(self._keys[i])
+            i += 1
+        return out
+
+    async def purge(self) -> None:
+        self._check_open()  # a dict keeps nothing it deleted
 
     async def close(self) -> None:
         self._closed = True

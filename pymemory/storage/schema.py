@@ -1,13 +1,21 @@
 """The key layout in the KV store and its versioning.
 
     meta:schema      {"version": N}      written when a store is created or migrated
-    mem:<id>         a MemoryItem as canonical JSON
+    meta:seq         {"seq": N}          the change log's sequence number (changes.py)
+    chg:<seq>        {"keys": [...]}     the keys one logged commit changed (changes.py)
+    mem:<id>         a MemoryItem as canonical JSON (with its ``version`` when above 1)
     arc:<id>         an ArchivedItem (id, type, timestamp, content)
+    vec:<id>         the item's embedding (retrieval/vectors_kv.py)
 
-Later layers add ``obs:``, ``blk:``, ``ns:`` and ``ckpt:``. Opening a store written by a
-newer schema raises SchemaError; an older one is migrated step by step, each step one
-atomic batch that also bumps the version, so a crash mid-migration leaves either the old
-or the new version, never a mix.
+Later layers add ``obs:``, ``blk:``, ``ns:``, ``ckpt:``, ``fs:`` and ``mt:``. Opening a
+store written by a newer schema raises SchemaError; an older one is migrated step by step,
+each step one atomic batch that also bumps the version, so a crash mid-migration leaves
+either the old or the new version, never a mix.
+
+Version 2 added the change log and item versions. Its migration writes nothing but the
+version bump: a v1 item reads as version 1 and a store without ``meta:seq`` is at
+sequence 0. The bump keeps an older pymemory, which would write without logging, from
+opening a store that several writers share.
 """
 
 from __future__ import annotations
@@ -17,12 +25,14 @@ from collections.abc import Awaitable, Callable
 
 from ..errors import SchemaError
 from . import KvBackend
+from .base import Writes
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 META_SCHEMA = "meta:schema"
 MEM = "mem:"
 ARC = "arc:"
-DATA_PREFIXES = (MEM, ARC, "obs:", "blk:", "ns:", "ckpt:", "fs:", "mt:")
+VEC = "vec:"
+DATA_PREFIXES = (MEM, ARC, VEC, "chg:", "obs:", "blk:", "ns:", "ckpt:", "fs:", "mt:")
 
 # MIGRATIONS[v] upgrades a store from version v to v + 1. It returns the puts and
 # deletes of one batch; ``migrate`` adds the version bump to that batch.
@@ -36,6 +46,17 @@ def mem_key(item_id: str) -> str:
 
 def arc_key(item_id: str) -> str:
     return ARC + item_id
+
+
+def vec_key(item_id: str) -> str:
+    return VEC + item_id
+
+
+async def _v1_to_v2(kv: KvBackend) -> tuple[list[tuple[str, bytes]], list[str]]:
+    return [], []  # new keys only: see the module docstring
+
+
+MIGRATIONS[1] = _v1_to_v2
 
 
 def version_record(version: int) -> tuple[str, bytes]:
@@ -57,17 +78,26 @@ async def read_version(kv: KvBackend) -> int | None:
 
 async def ensure_schema(kv: KvBackend, *, target: int = SCHEMA_VERSION) -> int:
     """Create, check or migrate the store's schema. Returns the version it started at
-    (0 for a new store)."""
+    (0 for a new store). Safe when several processes open one store at once: creating
+    and each migration step are transactions that re-check the version they start from."""
     version = await read_version(kv)
     if version is None:
-        for prefix in DATA_PREFIXES:
-            if await kv.scan(prefix, limit=1):
-                raise SchemaError(
-                    f"this store has {prefix} data but no {META_SCHEMA}: "
-                    "it was not written by pymemory"
-                )
-        await kv.put_many([version_record(target)])
-        return 0
+
+        def create(values: list[bytes | None], listed: list[list[str]]) -> Writes:
+            if values[0] is not None:
+                return Writes(result=False)  # another process created it meanwhile
+            for prefix, keys in zip(DATA_PREFIXES, listed, strict=True):
+                if keys:
+                    raise SchemaError(
+                        f"this store has {prefix} data but no {META_SCHEMA}: "
+                        "it was not written by pymemory"
+                    )
+            return Writes([version_record(target)], result=True)
+
+        if await kv.transact([META_SCHEMA], create, list_prefixes=DATA_PREFIXES):
+            return 0
+        version = await read_version(kv)
+        assert version is not None
     if version > target:
         raise SchemaError(
             f"this store uses schema version {version}, newer than this pymemory "
@@ -79,6 +109,19 @@ async def ensure_schema(kv: KvBackend, *, target: int = SCHEMA_VERSION) -> int:
         if step is None:
             raise SchemaError(f"no migration from schema version {version} to {version + 1}")
         puts, deletes = await step(kv)
-        await kv.put_many([*puts, version_record(version + 1)], deletes=deletes)
-        version += 1
+        await kv.transact([META_SCHEMA], _bump(version, puts, deletes))
+        version = await read_version(kv)
+        assert version is not None
     return start
+
+
+def _bump(
+    version: int, puts: list[tuple[str, bytes]], deletes: list[str]
+) -> Callable[[list[bytes | None], list[list[str]]], Writes]:
+    def fn(values: list[bytes | None], listed: list[list[str]]) -> Writes:
+        raw = values[0]
+        if raw is None or json.loads(raw).get("version") != version:
+            return Writes()  # another process migrated this step meanwhile
+        return Writes([*puts, version_record(version + 1)], deletes)
+
+    return fn

@@ -93,8 +93,10 @@ def test_relaunch_same_profile_keeps_data(playwright_instance, base_url, tmp_pat
 
 
 def test_kv_conformance_on_indexeddb(harness):
+    from pymemory.storage.conformance import CHECKS
+
     results = js(harness, OPEN + "return await m.runKvConformance();", "conformance")
-    assert len(results) >= 14
+    assert [r["name"] for r in results] == list(CHECKS)  # transact and purge included
     failed = [r for r in results if not r["ok"]]
     assert failed == [], failed
 
@@ -145,6 +147,78 @@ def test_bad_input_rejects_with_code_and_changes_nothing(harness):
         assert got["name"] == "MemoryError" and got["message"]
     after = js(harness, OPEN + "return await m.exportJsonl();", "bad")
     assert after == before
+
+
+# Issue 12: these threw synchronously instead of rejecting.
+SYNC_THROWS = [
+    ("m.addMemory([])", "invalid_input"),
+    ("m.update(args[1], 'text')", "invalid_input"),
+    ("m.retrieve('x', { strategy: 'nope' })", "invalid_strategy"),
+    ("m.list('scope')", "invalid_input"),
+    ("m.feedback(args[1], 'liked', 'durable')", "invalid_input"),
+    ("m.structured.put('semantic', 'k', 1, 'options')", "invalid_input"),
+]
+
+
+def test_bad_arguments_reject_and_never_throw(harness):
+    seeded = js(harness, OPEN + "return await m.addMemory('keep me');", "reject")
+    for expr, code in SYNC_THROWS:
+        got = js(
+            harness,
+            OPEN
+            + f"""
+            let promise;
+            try {{ promise = {expr}; }} catch (e) {{ return {{ threw: e.code ?? String(e) }}; }}
+            try {{ await promise; return {{ resolved: true }}; }}
+            catch (e) {{ return {{ rejected: e.code }}; }}
+            """,
+            "reject",
+            seeded["id"],
+        )
+        assert got == {"rejected": code}, (expr, got)
+
+
+def test_hostile_calls_settle_with_codes_and_the_worker_keeps_working(harness):
+    """Issue 12: a compose nested 900 deep never settled (600: `internal` after 3 s), an
+    import of deeply nested JSON killed the worker, a 3M-character text was refused only
+    after the encoder ran. Each now rejects with a documented code, changing nothing."""
+    seeded = js(harness, OPEN + "return await m.addMemory('keep me: the CSV export');", "hostile")
+    before = js(harness, OPEN + "return await m.exportJsonl();", "hostile")
+    got = js(
+        harness,
+        OPEN
+        + """
+        const code = (p) => p.then(() => "resolved", (e) => e.code);
+        const nested = (depth) => {
+          let s = pm.strategies.byTag("csv");
+          for (let i = 0; i < depth; i++) s = pm.strategies.compose(s);
+          return s;
+        };
+        const header = '{"format":"pymemory-export","version":1}\\n';
+        return {
+          compose900: await code(m.retrieve("csv", { strategy: nested(900) })),
+          compose600: await code(m.retrieve("csv", { strategy: nested(600) })),
+          compose20: await code(m.retrieve("csv", { strategy: nested(20) })),
+          deepImport: await code(m.importJsonl(header + "[".repeat(100000) + "]".repeat(100000))),
+          hugeText: await code(m.addMemory("x".repeat(3000000))),
+          hugeWindow: await code(m.retrieve("csv", { strategy: pm.strategies.timeWindow({ hours: 1e303 }) })),
+          hugeWeight: await code(m.retrieve("csv", { strategy: pm.strategies.fusion({ lexical: 1e308 }) })),
+          after: (await m.retrieve("csv export")).memories.map((x) => x.item.id),
+        };
+        """,
+        "hostile",
+    )
+    assert got == {
+        "compose900": "invalid_input",  # nested deeper than parameters may be
+        "compose600": "invalid_input",
+        "compose20": "invalid_strategy",  # compose itself nests at most 16 deep
+        "deepImport": "invalid_import",
+        "hugeText": "invalid_input",
+        "hugeWindow": "invalid_strategy",
+        "hugeWeight": "invalid_strategy",
+        "after": [seeded["id"]],
+    }
+    assert js(harness, OPEN + "return await m.exportJsonl();", "hostile") == before
 
 
 def test_documented_codes_are_exported(harness):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ...errors import PymemoryError, ValidationError
+from ...item import check_json_depth
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -222,8 +223,9 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
         return {}, None
     if isinstance(raw, str):
         try:
+            check_json_depth(raw)  # deeper input would exhaust the parser's stack
             value = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             return {}, raw
         if isinstance(value, dict):
             return value, None

@@ -18,7 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ...item import check_json_depth
 from .base import LlmError, excerpt
+
+# Nesting an LLM server's JSON reply may have (checked before parsing).
+MAX_REPLY_DEPTH = 256
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -165,8 +169,9 @@ async def post_json(
             provider=provider,
         )
     try:
+        check_json_depth(text, MAX_REPLY_DEPTH)  # deeper would exhaust the parser's stack
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise LlmError(
             f"{provider} returned a reply that is not JSON",
             status=response.status,
@@ -178,8 +183,9 @@ async def post_json(
 def _error_message(text: str) -> str:
     """``error.message`` of an OpenAI- or Anthropic-shaped error body, else ""."""
     try:
+        check_json_depth(text, MAX_REPLY_DEPTH)
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return ""
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str):

@@ -1,0 +1,147 @@
+"""The change log: how every instance over one store learns what the others changed.
+
+Two records in the store itself, so the mechanism is the same on every backend (SQLite,
+IndexedDB, MapKv) and needs nothing but ``transact``::
+
+    meta:seq           {"seq": N}: the number of logged commits so far
+    chg:<N, 16 digits> {"keys": [...]}: the keys commit N put or deleted (no values)
+
+:func:`commit` is a ``transact`` that also reads ``meta:seq``, bumps it and writes the
+commit's ``chg:`` record, all in the same transaction, so the sequence numbers are dense
+(1, 2, 3, ...) and the log never disagrees with the data. An instance remembers the last
+sequence number it has applied; :func:`changes_since` gives it the keys changed after
+that (one ``get`` when nothing changed), and it re-reads just those keys. The log keeps
+the last :data:`RETAIN` commits (each commit deletes the record RETAIN behind it); an
+instance further behind gets ``keys=None`` and reloads everything.
+
+A deletion is logged like any change: the ``chg:`` record naming the deleted key is the
+tombstone that tells every other instance to drop its copy. Records hold keys only
+(``mem:<uuid>``, ``vec:<uuid>``, ``arc:<uuid>``), never content, so forgetting an item
+leaves none of its text here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import StorageError
+from .base import KvBackend, Writes
+
+SEQ_KEY = "meta:seq"
+LOG_PREFIX = "chg:"
+SEQ_DIGITS = 16
+RETAIN = 4096
+
+ChangeFn = Callable[[list[bytes | None], list[list[str]]], Writes]
+
+
+def log_key(seq: int) -> str:
+    return f"{LOG_PREFIX}{seq:0{SEQ_DIGITS}d}"
+
+
+def decode_seq(raw: bytes | None) -> int:
+    if raw is None:
+        return 0
+    try:
+        seq = json.loads(raw)["seq"]
+    except (ValueError, KeyError, TypeError):
+        raise StorageError(f"{SEQ_KEY} is unreadable: {raw[:80]!r}") from None
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+        raise StorageError(f"{SEQ_KEY} holds an invalid sequence number {seq!r}")
+    return seq
+
+
+def _encode(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What :func:`commit` did: ``seq`` is the store's sequence number after it,
+    ``before`` the one it found (equal when nothing was written); ``result`` is the
+    change function's."""
+
+    seq: int
+    before: int
+    result: Any
+
+
+async def commit(
+    kv: KvBackend,
+    keys: Sequence[str],
+    fn: ChangeFn,
+    *,
+    list_prefixes: Sequence[str] = (),
+) -> Committed:
+    """``kv.transact(keys, fn)`` that logs what ``fn`` writes as the next commit. A
+    function that writes nothing logs nothing. ``fn`` raising aborts, as in transact."""
+
+    def body(values: list[bytes | None], listed: list[list[str]]) -> Writes:
+        before = decode_seq(values[0])
+        writes = fn(values[1:], listed)
+        if not isinstance(writes, Writes):
+            return writes  # transact rejects it with a ValidationError
+        changed = sorted({k for k, _ in writes.puts} | set(writes.deletes))
+        if not changed:
+            return Writes(result=Committed(before, before, writes.result))
+        seq = before + 1
+        puts = [
+            *writes.puts,
+            (SEQ_KEY, _encode({"seq": seq})),
+            (log_key(seq), _encode({"keys": changed})),
+        ]
+        deletes = list(writes.deletes)
+        if seq > RETAIN:
+            deletes.append(log_key(seq - RETAIN))
+        return Writes(puts, deletes, Committed(seq, before, writes.result))
+
+    return await kv.transact([SEQ_KEY, *keys], body, list_prefixes=list_prefixes)
+
+
+async def read_seq(kv: KvBackend) -> int:
+    """The store's current sequence number (0 for a store nothing was logged in). A
+    backend with a ``peek(key)`` that reads without waiting (SqliteKv) answers on this
+    thread; otherwise, or when peek would wait, it is an ordinary ``get``."""
+    peek = getattr(kv, "peek", None)
+    if peek is not None:
+        try:
+            return decode_seq(peek(SEQ_KEY))
+        except BlockingIOError:
+            pass
+    return decode_seq(await kv.get(SEQ_KEY))
+
+
+@dataclass(frozen=True)
+class Changes:
+    """The keys changed after some sequence number, up to ``seq``. ``keys`` is None
+    when the log no longer reaches back that far: reload everything."""
+
+    seq: int
+    keys: frozenset[str] | None
+
+
+async def changes_since(kv: KvBackend, seq: int, *, current: int | None = None) -> Changes:
+    """What changed after ``seq`` (``current``: the store's sequence number, if known)."""
+    now = await read_seq(kv) if current is None else current
+    if now == seq:
+        return Changes(seq, frozenset())
+    if now < seq or now - seq > RETAIN:
+        return Changes(now, None)  # the store was replaced, or the log was pruned past seq
+    rows = await kv.scan(LOG_PREFIX, start_after=log_key(seq))
+    keys: set[str] = set()
+    expect = seq + 1
+    for key, raw in rows:
+        if key != log_key(expect):
+            return Changes(max(now, expect - 1), None)  # a hole: pruned or damaged
+        try:
+            keys.update(json.loads(raw)["keys"])
+        except (ValueError, KeyError, TypeError):
+            return Changes(max(now, expect), None)
+        expect += 1
+    last = expect - 1
+    if last < now:
+        return Changes(now, None)  # records missing at the end: do not trust the log
+    return Changes(last, frozenset(keys))
