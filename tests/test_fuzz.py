@@ -42,7 +42,7 @@ DOCUMENTED_CODES = {
     for line in Path(__file__)
     .resolve()
     .parents[1]
-    .joinpath("web/agent-memory.mjs")
+    .joinpath("web/errors.mjs")
     .read_text()
     .split("export const ERROR_CODES = Object.freeze([")[1]
     .split("]);")[0]
