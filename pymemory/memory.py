@@ -44,6 +44,13 @@ from .retrieval.tokens import TokenCounter, default_token_counter
 from .retrieval.vectors_kv import KvVectorStore
 from .storage import KvBackend, MapKv, Writes, changes, iter_prefix, schema
 from .storage.export import header_line, parse_export, record_line
+from .storage.transactions import (
+    decode_or_none,
+    delete_present,
+    forget_batch,
+    import_batch,
+    stored_live,
+)
 
 log = logging.getLogger("pymemory")
 
@@ -535,7 +542,7 @@ class Memory:
             delta = self._pending.get(id)
 
             def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
-                current = _stored_live(id, values[0], now)
+                current = stored_live(id, values[0], now)
                 if expected_version is not None and current.version != expected_version:
                     raise ConflictError(
                         f"memory {id!r} is at version {current.version}, not "
@@ -594,7 +601,7 @@ class Memory:
                 if raw is None and archived is None:
                     raise NotFoundError(f"no memory with id {id!r}")
                 if expected_version is not None:
-                    version = None if raw is None else _decode_or_none(raw)
+                    version = None if raw is None else decode_or_none(raw)
                     if version is None or version.version != expected_version:
                         found = "archived" if version is None else f"at version {version.version}"
                         raise ConflictError(
@@ -662,7 +669,7 @@ class Memory:
             def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
                 puts, written, gone = [], [], []
                 for item_id, raw in zip(ids, values, strict=True):
-                    current = None if raw is None else _decode_or_none(raw)
+                    current = None if raw is None else decode_or_none(raw)
                     if current is None:
                         gone.append(item_id)
                         continue
@@ -775,7 +782,7 @@ class Memory:
                     return total
                 pending = {i: self._pending[i] for i in ids if i in self._pending}
 
-                write = _forget_batch(ids, pending, match, archive)
+                write = forget_batch(ids, pending, match, archive)
                 done = await changes.commit(self.kv, [schema.mem_key(i) for i in ids], write)
                 gone, kept, removed = done.result
                 for item_id in gone:
@@ -799,7 +806,7 @@ class Memory:
                 if not keys:
                     return total
 
-                write = _delete_present(keys)
+                write = delete_present(keys)
                 done = await changes.commit(self.kv, keys, write)
                 for key in keys:
                     self._archived.discard(key[len(schema.ARC) :])
@@ -829,7 +836,7 @@ class Memory:
         refiner saw: an edit by any writer meanwhile wins."""
 
         def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
-            stored = None if values[0] is None else _decode_or_none(values[0])
+            stored = None if values[0] is None else decode_or_none(values[0])
             if stored is None or stored.content != before.content or stored.text != before.text:
                 return Writes(result=None)
             item = replace(
@@ -1050,7 +1057,7 @@ class Memory:
                 # The first batch of an "error" import also checks every later id.
                 checked = records if (start == 0 and on_conflict == "error") else chunk
                 keys = [k for r in checked for k in (schema.mem_key(r.id), schema.arc_key(r.id))]
-                write = _import_batch(chunk, checked, on_conflict)
+                write = import_batch(chunk, checked, on_conflict)
                 done = await changes.commit(self.kv, keys, write)
                 outcome = done.result
                 for item in outcome.memories:
@@ -1073,126 +1080,3 @@ class Memory:
                     except Exception:
                         log.exception("import progress callback failed")
         return ImportResult(added=added, replaced=replaced, skipped=skipped, archived=archived_n)
-
-
-@dataclass(frozen=True)
-class _ImportOutcome:
-    memories: list[MemoryItem]  # as stored
-    archived: list[ArchivedItem]
-    added: int
-    replaced: int
-    skipped: int
-
-
-def _import_batch(
-    chunk: Sequence[MemoryItem | ArchivedItem],
-    checked: Sequence[MemoryItem | ArchivedItem],
-    on_conflict: str,
-) -> Callable[[list[bytes | None], list[list[str]]], Writes]:
-    """The transaction of one import batch: ``values`` holds the stored (memory, archived)
-    records of each id of ``checked`` (which includes ``chunk``), in order."""
-
-    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
-        stored = {r.id: (values[2 * j], values[2 * j + 1]) for j, r in enumerate(checked)}
-        taken = [r.id for r in checked if stored[r.id] != (None, None)]
-        if taken and on_conflict == "error":
-            raise ConflictError(
-                f"{len(taken)} imported ids already exist (first: {taken[0]}); "
-                "pass on_conflict='skip' or 'replace'"
-            )
-        puts: list[tuple[str, bytes]] = []
-        deletes: list[str] = []
-        memories: list[MemoryItem] = []
-        archived: list[ArchivedItem] = []
-        added = replaced = skipped = 0
-        for r in chunk:
-            mem_raw, arc_raw = stored[r.id]
-            present = (mem_raw, arc_raw) != (None, None)
-            if present and on_conflict == "skip":
-                skipped += 1
-                continue
-            replaced += present
-            added += not present
-            if isinstance(r, MemoryItem):
-                old = None if mem_raw is None else _decode_or_none(mem_raw)
-                if old is not None and old == r:
-                    memories.append(old)  # replaced by itself: nothing to write
-                    continue
-                item = r if old is None else replace(r, version=max(r.version, old.version + 1))
-                puts.append((schema.mem_key(r.id), item.to_json().encode()))
-                if arc_raw is not None:
-                    deletes.append(schema.arc_key(r.id))
-                if mem_raw is not None and (old is None or old.text != item.text):
-                    deletes.append(schema.vec_key(r.id))  # embedded from another text
-                memories.append(item)
-            else:
-                puts.append((schema.arc_key(r.id), r.to_json().encode()))
-                if mem_raw is not None:
-                    deletes += [schema.mem_key(r.id), schema.vec_key(r.id)]
-                archived.append(r)
-        outcome = _ImportOutcome(memories, archived, added, replaced, skipped)
-        return Writes(puts, deletes, outcome)
-
-    return write
-
-
-def _forget_batch(
-    ids: list[str],
-    pending: dict[str, Feedback],
-    match: Callable[[MemoryItem], bool],
-    archive: bool,
-) -> Callable[[list[bytes | None], list[list[str]]], Writes]:
-    """The transaction of one ``_forget_where`` batch over the stored records of ``ids``:
-    result (ids gone, stored items kept because they no longer match, count removed)."""
-
-    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
-        puts, deletes = [], []
-        gone, kept = [], []
-        for item_id, raw in zip(ids, values, strict=True):
-            stored = None if raw is None else _decode_or_none(raw)
-            if stored is None:
-                gone.append(item_id)
-                continue
-            delta = pending.get(item_id)
-            seen = (
-                stored if delta is None else replace(stored, feedback=stored.feedback.merged(delta))
-            )
-            if not match(seen):
-                kept.append(stored)
-                continue
-            gone.append(item_id)
-            deletes += [schema.mem_key(item_id), schema.vec_key(item_id)]
-            if archive:
-                record = ArchivedItem.of(stored).to_json().encode()
-                puts.append((schema.arc_key(item_id), record))
-        removed = len(deletes) // 2
-        return Writes(puts, deletes, result=(gone, kept, removed))
-
-    return write
-
-
-def _delete_present(keys: list[str]) -> Callable[[list[bytes | None], list[list[str]]], Writes]:
-    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
-        doomed = [k for k, raw in zip(keys, values, strict=True) if raw is not None]
-        return Writes(deletes=doomed, result=doomed)
-
-    return write
-
-
-def _decode_or_none(raw: bytes) -> MemoryItem | None:
-    """A stored item, or None (logged) if its record is unreadable."""
-    try:
-        return MemoryItem.from_json(raw)
-    except PymemoryError as exc:
-        log.error("unreadable memory record: %s", exc)
-        return None
-
-
-def _stored_live(item_id: str, raw: bytes | None, now_ms: int) -> MemoryItem:
-    """The stored item, or NotFoundError if it is gone, unreadable or expired."""
-    item = None if raw is None else _decode_or_none(raw)
-    if item is None:
-        raise NotFoundError(f"no memory with id {item_id!r}")
-    if item.is_expired(now_ms):
-        raise NotFoundError(f"memory {item_id!r} has expired (ttl_ms)")
-    return item
