@@ -159,14 +159,13 @@ class Chat:
         speaker = self.rng.randint(0, 1)
         lines = [Line(speaker, self.line(chatter.ECHOES[family], speaker, at))]
         if self.rng.random() < 0.7:
-            pool = self.rng.choice([chatter.REACTIONS_NEUTRAL, chatter.REACTIONS_BAD])
-            lines.append(Line(1 - speaker, self.line(pool, 1 - speaker, at)))
+            lines.append(Line(1 - speaker, self.line(chatter.REACTIONS_NEUTRAL, 1 - speaker, at)))
         return lines
 
 
 def schedule(rng: random.Random, plans: list[Plan], n_sessions: int) -> dict[int, list[list[Line]]]:
-    """Place each plan's parts in sessions (parts in order, ``min_gap`` apart), at most
-    three fact episodes per session."""
+    """Place each plan's parts in sessions (parts in order, ``min_gap`` apart; at most
+    three parts per session), then one to three of its follow-ups in later sessions."""
     slots: dict[int, list[list[Line]]] = {s: [] for s in range(n_sessions)}
     for plan in plans:
         span = plan.min_gap * (len(plan.parts) - 1)
@@ -183,6 +182,11 @@ def schedule(rng: random.Random, plans: list[Plan], n_sessions: int) -> dict[int
             raise RuntimeError(f"cannot place {plan.family}")
         for s, part in zip(sessions, plan.parts, strict=True):
             slots[s].append(part)
+        later = list(range(sessions[-1] + 1, n_sessions))
+        if later and plan.followups:
+            n = rng.randint(1, min(3, len(plan.followups)))
+            for episode in rng.sample(plan.followups, n):
+                slots[rng.choice(later)].append(episode)
     return slots
 
 

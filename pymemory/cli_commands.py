@@ -83,9 +83,10 @@ async def cmd_search(memory: Memory, a: argparse.Namespace) -> None:
         tags = f"  [{', '.join(it.tags)}]" if it.tags else ""
         print(f"\n{n}. {it.id}  {it.type}  {it.scope}  {fmt_time(it.timestamp)}{tags}")
         print(f"   {it.content}")
+        when = f" × time {m.time_match:g}" if m.time_match != 1 else ""
         print(
-            f"   score {m.score:.3f} = bm25 {m.bm25:.3f} × decay {m.decay:.3f}"
-            f" × feedback {m.feedback_weight:g} · {m.tokens} tokens"
+            f"   score {m.score:.3f} = relevance {m.relevance:.3f} × decay {m.decay:.3f}"
+            f" × feedback {m.feedback_weight:g}{when} · {m.tokens} tokens"
         )
     if r.trace is not None:
         show_trace(r)

@@ -45,6 +45,9 @@ class Plan:
     min_gap: int = 3  # sessions between consecutive parts
     swap: str | None = None  # adversarial question about the other friend ({F})
     swap_answer: str = "Not mentioned: only the other friend talked about this."
+    # Later mentions of the same thing that answer none of its questions (the pet is
+    # ill, the new job is busy): topically close distractors, placed after the last part.
+    followups: list[list[Line]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

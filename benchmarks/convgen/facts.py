@@ -108,7 +108,11 @@ def pet(c: Ctx, o: int) -> Plan:
             f"What kind of animal, in zoological terms, did {me.name} bring home?",
         ]), [[f"{k}.main"]], PETS[kind]["class"]),
     ]
-    return Plan("pet", o, [lines], qs, swap=f"What is the name of {fr.name}'s {kind}?")
+    fu = [[Line(o, f"{name} knocked a glass off the table at 3am. I live with a tiny menace.")],
+          [Line(f, f"How's {name} settling in?"), Line(o, f"{name} runs the house now, obviously.")],
+          [Line(o, f"Took {name} to the vet for a check-up. {ps} sulked all evening.")],
+          [Line(o, f"{name} has decided the bath mat is {'her' if she else 'his'} bed now.")]]
+    return Plan("pet", o, [lines], qs, swap=f"What is the name of {fr.name}'s {kind}?", followups=fu)
 
 
 def new_job(c: Ctx, o: int) -> Plan:
@@ -166,7 +170,10 @@ def new_job(c: Ctx, o: int) -> Plan:
             f"What is {me.name}'s job title at {company} now?",
             f"What role does {me.name} currently hold at work?",
         ]), [[f"{k}.promo"]], new))
-    return Plan("job", o, parts, qs, swap=f"Which company offered {fr.name} a new job?")
+    fu = [[Line(o, f"Third week at {company} and I finally know where the good coffee is.")],
+          [Line(f, "How's the new job going?"), Line(o, "Busy, but I like the people a lot.")],
+          [Line(o, f"The commute to {company} is longer than I thought. Podcasts are saving me.")]]
+    return Plan("job", o, parts, qs, swap=f"Which company offered {fr.name} a new job?", followups=fu)
 
 
 def move(c: Ctx, o: int) -> Plan:
@@ -223,7 +230,10 @@ def move(c: Ctx, o: int) -> Plan:
         (f"Which language will {me.name} mostly hear around {me.obj} after the move?", language),
         (f"In which country will {me.name} be living once {me.subj} has relocated?", country),
     ]), [[final_key]])))
-    return Plan("move", o, parts, qs, min_gap=4, swap=f"Which city is {fr.name} moving to?")
+    fu = [[Line(o, "Started packing. We own far too many mugs for two people.")],
+          [Line(f, "How's the move planning going?"), Line(o, "Slowly. There's a spreadsheet.")],
+          [Line(o, f"Found a flat we like in {final}, fingers crossed.")]]
+    return Plan("move", o, parts, qs, min_gap=4, swap=f"Which city is {fr.name} moving to?", followups=fu)
 
 
 RACE_MINUTES = {"half marathon": (95, 150), "10K": (42, 70), "marathon": (200, 300),
@@ -283,7 +293,9 @@ def race(c: Ctx, o: int) -> Plan:
             f"What is {me.name}'s best time over that distance so far?",
             f"What is {me.name}'s current personal record for the {distance}?",
         ]), [[f"{k}.pb"]], time2))
-    return Plan("race", o, parts, qs, swap=f"How long did {fr.name}'s {race_name} take?")
+    fu = [[Line(o, f"Legs finally recovered from the {race_name}. Back to short easy runs.")],
+          [Line(o, "Joined a running club. They run up hills for fun, I've made a mistake.")]]
+    return Plan("race", o, parts, qs, swap=f"How long did {fr.name}'s {race_name} take?", followups=fu)
 
 
 def trip(c: Ctx, o: int, second: bool = True) -> Plan:
@@ -345,7 +357,9 @@ def trip(c: Ctx, o: int, second: bool = True) -> Plan:
             f"In total, how many days did {me.name} spend on {me.pos} two trips?",
             f"How many days away did {me.name}'s two holidays add up to?",
         ]), [[f"{k}.a"], [f"{k}.b"]], str(n + n2)))
-    return Plan("trip", o, parts, qs, min_gap=5, swap=f"Where did {fr.name} go on holiday?")
+    fu = [[Line(o, f"Still dreaming about {place}. I looked at the photos at work, big mistake.")],
+          [Line(o, f"Tried to cook something I had in {place}. Not quite the same.")]]
+    return Plan("trip", o, parts, qs, min_gap=5, swap=f"Where did {fr.name} go on holiday?", followups=fu)
 
 
 def lessons(c: Ctx, o: int) -> Plan:
@@ -396,7 +410,9 @@ def lessons(c: Ctx, o: int) -> Plan:
             f"Who teaches {me.name} music at the moment?",
             f"Who is {me.name}'s current instrument tutor?",
         ]), [[f"{k}.teacher2"]], teacher2))
-    return Plan("lessons", o, parts, qs, swap=f"What instrument is {fr.name} learning?")
+    fu = [[Line(o, f"Practised the {inst} for an hour, then the neighbour knocked on the wall.")],
+          [Line(f, "How are the music lessons going?"), Line(o, "Slowly! My timing is improving, apparently.")]]
+    return Plan("lessons", o, parts, qs, swap=f"What instrument is {fr.name} learning?", followups=fu)
 
 
 def baby(c: Ctx, o: int) -> Plan:
@@ -431,7 +447,9 @@ def baby(c: Ctx, o: int) -> Plan:
             f"What is the birth date of {me.name}'s {'niece' if girl else 'nephew'}?",
         ]), [[f"{k}.main"]], lambda d, w=w: w.answer(d[f"{k}.main"])),
     ]
-    return Plan("baby", o, [lines], qs, swap=f"What is the name of {fr.name}'s new niece or nephew?")
+    fu = [[Line(o, f"Visited {me.sibling} at the weekend. {baby_name} slept on me for an hour.")],
+          [Line(o, f"{baby_name} smiled at me! Or it was wind. I'm counting it.")]]
+    return Plan("baby", o, [lines], qs, swap=f"What is the name of {fr.name}'s new niece or nephew?", followups=fu)
 
 
 def book(c: Ctx, o: int) -> Plan:
@@ -466,7 +484,9 @@ def book(c: Ctx, o: int) -> Plan:
             f"What happens in the novel {me.name} urged {fr.name} to read?",
         ]), [[f"{k}.main"], [f"{k}.plot"]], plot),
     ]
-    return Plan("book", o, [lines], qs, swap=f"Which book did {fr.name} recommend?")
+    fu = [[Line(o, f"Lent my copy of {title} to my mum and now she won't stop texting me about it.")],
+          [Line(f, f"I started {title}!"), Line(o, "And?? Don't tell me you don't love it.")]]
+    return Plan("book", o, [lines], qs, swap=f"Which book did {fr.name} recommend?", followups=fu)
 
 
 def injury(c: Ctx, o: int) -> Plan:
@@ -503,7 +523,9 @@ def injury(c: Ctx, o: int) -> Plan:
             f"On what date did {me.name}'s {sport} accident happen?",
         ]), [[f"{k}.main"]], lambda d, w=w: w.answer(d[f"{k}.main"])),
     ]
-    return Plan("injury", o, [lines], qs, swap=f"How did {fr.name} injure {fr.pos} {part}?")
+    fu = [[Line(o, f"The {part} is a bit better. Walking without wincing now.")],
+          [Line(f, f"How's the {part}?"), Line(o, "Healing. Physio is torture but it works.")]]
+    return Plan("injury", o, [lines], qs, swap=f"How did {fr.name} injure {fr.pos} {part}?", followups=fu)
 
 
 def paint(c: Ctx, o: int) -> Plan:
@@ -525,7 +547,8 @@ def paint(c: Ctx, o: int) -> Plan:
         f"What colour are the walls of {me.name}'s {room} now?",
         f"Which shade did {me.name}'s {room} end up?",
     ]), [[f"{k}.done"]], c2)]
-    return Plan("paint", o, parts, qs, swap=f"What colour did {fr.name} paint {fr.pos} {room}?")
+    fu = [[Line(o, f"Still finding paint on my elbows from the {room} job.")]]
+    return Plan("paint", o, parts, qs, swap=f"What colour did {fr.name} paint {fr.pos} {room}?", followups=fu)
 
 
 def car(c: Ctx, o: int) -> Plan:
@@ -560,7 +583,9 @@ def car(c: Ctx, o: int) -> Plan:
             f"What body style is {me.name}'s new vehicle, going by the model?",
         ]), [[f"{k}.main"]], body),
     ]
-    return Plan("car", o, [lines], qs, swap=f"What car did {fr.name} buy?")
+    fu = [[Line(o, f"Drove the {model} to the coast at the weekend. So much easier than the train.")],
+          [Line(o, "The car needs its first service already. Expensive hobby, driving.")]]
+    return Plan("car", o, [lines], qs, swap=f"What car did {fr.name} buy?", followups=fu)
 
 
 def diet(c: Ctx, o: int) -> Plan:
@@ -592,7 +617,8 @@ def diet(c: Ctx, o: int) -> Plan:
             f"What is {me.name}'s diet these days?",
             f"Does {me.name} currently eat seafood?",
         ]), [[f"{k}.fish"]], "pescatarian: fish, no meat"))
-    return Plan("diet", o, parts, qs, swap=f"Since when has {fr.name} been vegetarian?")
+    fu = [[Line(o, "Made a lentil lasagne last night. Genuinely good, I'm as surprised as you.")]]
+    return Plan("diet", o, parts, qs, swap=f"Since when has {fr.name} been vegetarian?", followups=fu)
 
 
 def partner(c: Ctx, o: int) -> Plan:
@@ -635,8 +661,11 @@ def partner(c: Ctx, o: int) -> Plan:
             f"Where did {me.name} go to meet {me.pos} partner's family?",
         ]), [[f"{k}.met"], [f"{k}.parents"]], home),
     ]
+    fu = [[Line(o, f"{pname} cooked dinner for my flatmates. They approve.")],
+          [Line(f, f"How's it going with {pname}?"), Line(o, "Really well. I'm a bit smitten, honestly.")],
+          [Line(o, f"{pname} and I went to the cinema and both fell asleep during the trailers.")]]
     return Plan("partner", o, parts, qs, min_gap=4,
-                swap=f"What does {fr.name}'s new partner do for work?")
+                swap=f"What does {fr.name}'s new partner do for work?", followups=fu)
 
 
 def evening_class(c: Ctx, o: int) -> Plan:
@@ -679,7 +708,9 @@ def evening_class(c: Ctx, o: int) -> Plan:
             f"On which weeknight does {me.name} go to {me.pos} class?",
             f"What day of the week is {me.name}'s {kind} session?",
         ]), [[f"{k}.main"]], day))
-    return Plan("class", o, parts, qs, swap=f"Which evening class did {fr.name} join?")
+    fu = [[Line(o, f"My {cls} teacher said I'm a natural. She was being kind.")],
+          [Line(f, "How's the class going?"), Line(o, "Fun! I've made two friends, both over seventy.")]]
+    return Plan("class", o, parts, qs, swap=f"Which evening class did {fr.name} join?", followups=fu)
 
 
 def exam(c: Ctx, o: int) -> Plan:
@@ -707,7 +738,8 @@ def exam(c: Ctx, o: int) -> Plan:
             f"On which date did {me.name} take the assessment for {me.pos} {what}?",
         ]), [[f"{k}.main"]], lambda d, w=w: w.answer(d[f"{k}.main"])),
     ]
-    return Plan("exam", o, [lines], qs, swap=f"Which exam did {fr.name} pass?")
+    fu = [[Line(o, "Framed the certificate. Too much? It's going up anyway.")]]
+    return Plan("exam", o, [lines], qs, swap=f"Which exam did {fr.name} pass?", followups=fu)
 
 
 def concert(c: Ctx, o: int) -> Plan:
@@ -737,7 +769,8 @@ def concert(c: Ctx, o: int) -> Plan:
             f"On what date did {me.name} see {band}?",
         ]), [[f"{k}.main"]], lambda d, w=w: w.answer(d[f"{k}.main"])),
     ]
-    return Plan("concert", o, [lines], qs, swap=f"Which band did {fr.name} see live?")
+    fu = [[Line(o, f"Still listening to {band} on repeat since the gig.")]]
+    return Plan("concert", o, [lines], qs, swap=f"Which band did {fr.name} see live?", followups=fu)
 
 
 def volunteer(c: Ctx, o: int) -> Plan:
@@ -763,7 +796,8 @@ def volunteer(c: Ctx, o: int) -> Plan:
             f"What does {me.name} do during {me.pos} unpaid shifts?",
         ]), [[f"{k}.main"]], task),
     ]
-    return Plan("volunteer", o, [lines], qs, swap=f"Where does {fr.name} volunteer?")
+    fu = [[Line(o, f"Busy shift at the {place} today. My feet hurt but it was a good one.")]]
+    return Plan("volunteer", o, [lines], qs, swap=f"Where does {fr.name} volunteer?", followups=fu)
 
 
 def birthday(c: Ctx, o: int) -> Plan:
@@ -792,7 +826,8 @@ def birthday(c: Ctx, o: int) -> Plan:
             f"On what date did {me.name} turn a year older?",
         ]), [[f"{k}.main"]], lambda d, w=w: w.answer(d[f"{k}.main"])),
     ]
-    return Plan("birthday", o, [lines], qs, swap=f"What did {fr.name} get for {fr.pos} birthday?")
+    fu = [[Line(o, f"Finally used the {gift} properly. Best present in years.")]]
+    return Plan("birthday", o, [lines], qs, swap=f"What did {fr.name} get for {fr.pos} birthday?", followups=fu)
 
 
 def old_friend(c: Ctx, o: int) -> Plan:
@@ -823,7 +858,8 @@ def old_friend(c: Ctx, o: int) -> Plan:
             f"To which city did {name} move?",
         ]), [[f"{k}.moved"]], city),
     ]
-    return Plan("oldfriend", o, parts, qs, swap=f"Which of {fr.name}'s friends moved abroad?")
+    fu = [[Line(o, f"{name} sent photos from {city}. The weather there looks better than here.")]]
+    return Plan("oldfriend", o, parts, qs, swap=f"Which of {fr.name}'s friends moved abroad?", followups=fu)
 
 
 def allergy(c: Ctx, o: int) -> Plan:
@@ -841,7 +877,8 @@ def allergy(c: Ctx, o: int) -> Plan:
         f"What did {me.name} find out {me.subj} reacts badly to?",
         f"What must {me.name} avoid because of a test result?",
     ]), [[f"{k}.main"]], what)]
-    return Plan("allergy", o, [lines], qs, swap=f"What is {fr.name} allergic to?")
+    fu = [[Line(o, "I read every label in the supermarket now. Shopping takes twice as long.")]]
+    return Plan("allergy", o, [lines], qs, swap=f"What is {fr.name} allergic to?", followups=fu)
 
 
 def recipe(c: Ctx, o: int) -> Plan:
@@ -868,7 +905,8 @@ def recipe(c: Ctx, o: int) -> Plan:
             f"The dish {me.name} recreated is from which culinary tradition?",
         ]), [[f"{k}.main"]], DISHES[dish]),
     ]
-    return Plan("recipe", o, [lines], qs, swap=f"Which recipe of {fr.pos} grandmother did {fr.name} cook?")
+    fu = [[Line(o, "Going to try another of grandma's recipes next weekend. Wish me luck.")]]
+    return Plan("recipe", o, [lines], qs, swap=f"Which recipe of {fr.pos} grandmother did {fr.name} cook?", followups=fu)
 
 
 def project(c: Ctx, o: int) -> Plan:
@@ -908,7 +946,9 @@ def project(c: Ctx, o: int) -> Plan:
             f"By when must the {proj} project launch?",
             f"By which month must {me.name}'s team deliver?",
         ]), [[f"{k}.plan"]], lambda d: month_name(d[f"{k}.plan"], ahead)))
-    return Plan("project", o, parts, qs, swap=f"Which project is {fr.name} leading at work?")
+    fu = [[Line(o, f"The {proj} project had a rough demo today. Nothing worked, everyone smiled.")],
+          [Line(f, "How's the big project?"), Line(o, "Alive. Just about.")]]
+    return Plan("project", o, parts, qs, swap=f"Which project is {fr.name} leading at work?", followups=fu)
 
 
 def team_sport(c: Ctx, o: int) -> Plan:
@@ -947,7 +987,9 @@ def team_sport(c: Ctx, o: int) -> Plan:
             f"On which day does {me.name} train for {sport}?",
             f"On which day of the week does {me.name} train with the team?",
         ]), [[f"{k}.main"]], day))
-    return Plan("team", o, parts, qs, swap=f"Which team did {fr.name} join?")
+    fu = [[Line(o, f"We lost our {sport} match 6-1. Morale is low, snacks are high.")],
+          [Line(o, "Won our first game with the team! I touched the ball twice.")]]
+    return Plan("team", o, parts, qs, swap=f"Which team did {fr.name} join?", followups=fu)
 
 
 def craft(c: Ctx, o: int) -> Plan:
@@ -966,7 +1008,8 @@ def craft(c: Ctx, o: int) -> Plan:
         f"What hobby has {me.name} been absorbed in lately?",
         f"What did {me.name} complete for the first time with {me.pos} new pastime?",
     ]), [[f"{k}.main"]], f"{hobby} (a {thing})")]
-    return Plan("craft", o, [lines], qs, swap=f"What craft did {fr.name} take up?")
+    fu = [[Line(o, f"Started a second {thing}. Going better than the first one.")]]
+    return Plan("craft", o, [lines], qs, swap=f"What craft did {fr.name} take up?", followups=fu)
 
 
 def allotment(c: Ctx, o: int) -> Plan:
@@ -984,7 +1027,9 @@ def allotment(c: Ctx, o: int) -> Plan:
         f"What is {me.name} growing on {me.pos} patch of land?",
         f"Which vegetables did {me.name} plant?",
     ]), [[f"{k}.main"]], f"{veg[0]} and {veg[1]}")]
-    return Plan("allotment", o, [lines], qs, swap=f"What is {fr.name} growing in {fr.pos} garden?")
+    fu = [[Line(o, f"The slugs found our {veg[0]}. War has been declared.")],
+          [Line(o, "Spent three hours weeding the plot. My back is furious.")]]
+    return Plan("allotment", o, [lines], qs, swap=f"What is {fr.name} growing in {fr.pos} garden?", followups=fu)
 
 
 def phone(c: Ctx, o: int) -> Plan:
@@ -1014,7 +1059,8 @@ def phone(c: Ctx, o: int) -> Plan:
             f"What handset does {me.name} use now?",
             f"Which mobile is {me.name} currently carrying around?",
         ]), [[f"{k}.again"]], model2))
-    return Plan("phone", o, parts, qs, swap=f"Which phone did {fr.name} buy?")
+    fu = [[Line(o, "Still setting up the phone. I've lost every photo from last year.")]]
+    return Plan("phone", o, parts, qs, swap=f"Which phone did {fr.name} buy?", followups=fu)
 
 
 FAMILIES = [pet, new_job, move, race, trip, lessons, baby, book, injury, paint, car, diet,

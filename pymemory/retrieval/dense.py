@@ -18,7 +18,8 @@ import numpy as np
 
 from ..models.embedding import Embedder
 from ..storage import KvBackend
-from .catalog import Catalog
+from .catalog import Catalog, dense_text
+from .pipeline import DenseHits
 from .vectors_kv import KvVectorStore
 
 log = logging.getLogger("pymemory")
@@ -101,21 +102,23 @@ class DenseIndex:
         items = [i for i in (self._catalog.get(x) for x in ids) if i is not None]
         if not items:
             return
-        vectors = await self.embedder.embed([i.text for i in items])
+        texts = [dense_text(i) for i in items]
+        vectors = await self.embedder.embed(texts)
         async with self._lock:
             # Keep only items still there with the text that was embedded.
             keep = [
                 j
                 for j, i in enumerate(items)
-                if (now := self._catalog.get(i.id)) is not None and now.text == i.text
+                if (now := self._catalog.get(i.id)) is not None and dense_text(now) == texts[j]
             ]
             if keep:
                 await self.vectors.upsert([items[j].id for j in keep], vectors[keep])
 
     async def candidates(
         self, query: str, depth: int
-    ) -> tuple[tuple[np.ndarray, np.ndarray] | None, tuple[str, ...]]:
-        """(catalog slots, cosine) of the ``depth`` nearest items, and notes for the trace."""
+    ) -> tuple[DenseHits | None, tuple[str, ...]]:
+        """The ``depth`` nearest items (and the cosine of any other), and notes for the
+        trace."""
         if not query.strip():
             return None, ()
         try:
@@ -123,11 +126,22 @@ class DenseIndex:
         except Exception as exc:  # the model failing must not break retrieval
             log.exception("query embedding failed; BM25 only")
             return None, (f"dense retrieval failed ({type(exc).__name__}); ranked by BM25",)
-        slot_of = self._catalog.slot_of
-        hits = [(slot_of[i], s) for i, s in self.vectors.search(query_vec, depth) if i in slot_of]
-        missing = max(0, len(self._catalog) - len(self.vectors))  # each vector: a live item
+        catalog, vectors = self._catalog, self.vectors
+        slot_of = catalog.slot_of
+        hits = [(slot_of[i], s) for i, s in vectors.search(query_vec, depth) if i in slot_of]
+        missing = max(0, len(catalog) - len(vectors))  # each vector: a live item
         notes = (f"{missing} item(s) not embedded yet: ranked by BM25 only",) if missing else ()
-        return (
+
+        def cosine_of(slots: np.ndarray) -> np.ndarray:
+            ids = [catalog.id_at[s] for s in slots.tolist()]
+            have = [j for j, i in enumerate(ids) if i in vectors]
+            out = np.full(len(ids), np.nan)
+            if have:
+                out[have] = vectors.scores(query_vec, [ids[j] for j in have])
+            return out
+
+        return DenseHits(
             np.array([h[0] for h in hits], dtype=np.int64),
             np.array([h[1] for h in hits], dtype=np.float64),
+            cosine_of,
         ), notes
