@@ -25,9 +25,13 @@ import numpy as np
 
 from pymemory.evals import load
 from pymemory.evals.suites import Suite, Turn, load_suite
-from pymemory.retrieval.analyzer import analyze
 from pymemory.retrieval.catalog import TYPE_CODE
-from pymemory.retrieval.pipeline import decay_factor, relevance_of, time_match_factor
+from pymemory.retrieval.pipeline import (
+    decay_factor,
+    lexical_query,
+    relevance_of,
+    time_match_factor,
+)
 from pymemory.retrieval.strategies import Plan
 from pymemory.retrieval.when import query_window
 
@@ -99,7 +103,7 @@ async def extract(
             if dense_text is not None:
                 doc_vecs = await embedder.embed([dense_text(turns, i) for i in range(len(turns))])
             for q, qv in zip(questions, qvecs, strict=True):
-                terms = analyze(q.text)
+                _, terms = lexical_query(q.text, q.asked_at)
                 bm = np.zeros(len(turn_ids))
                 s, sc = catalog.index.scores(terms)
                 for slot, score in zip(s.tolist(), sc.tolist(), strict=True):

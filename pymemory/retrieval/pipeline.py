@@ -39,7 +39,7 @@ from .catalog import TYPE_CODE, Catalog
 from .fusion import lexical_share, rrf_fusion, score_fusion
 from .strategies import HOUR_MS, Plan
 from .tokens import TokenCounter
-from .when import query_window
+from .when import find_time_phrase
 
 # Trace rows for live items that share no term with the query (newest first, capped so a
 # large store does not flood the debug panel).
@@ -229,6 +229,15 @@ def filter_reasons(catalog: Catalog, plan: Plan, slots: np.ndarray, now_ms: int)
     return reason
 
 
+def lexical_query(query: str, now_ms: int) -> tuple[tuple[int, int] | None, list[str]]:
+    """(the time span a phrase in ``query`` names, the BM25 terms of the rest)."""
+    found = find_time_phrase(query, now_ms)
+    if found is None:
+        return None, analyze(query)
+    window, (start, end) = found
+    return window, analyze(f"{query[:start]} {query[end:]}")
+
+
 def relevance_of(
     plan: Plan,
     mode: str,
@@ -277,8 +286,9 @@ def retrieve(
 ) -> Retrieval:
     """Rank and trim. ``dense`` is the nearest items by embedding (and the cosine of any
     other); with it BM25 and dense are fused (``plan.fusion``). ``condense_to_fit``: an
-    item over the remaining budget may go in condensed."""
-    terms = analyze(query)
+    item over the remaining budget may go in condensed. A time phrase in the query
+    ("last Friday") sets ``window`` and is left out of the BM25 terms."""
+    window, terms = lexical_query(query, now_ms)
     cosine: np.ndarray | None = None
     idf_mass = catalog.index.idf_mass(terms) if terms else 0.0
     if dense is not None:
@@ -302,7 +312,8 @@ def retrieve(
         bm25 = np.zeros(len(slots))
     reason = filter_reasons(catalog, plan, slots, now_ms)
     ts = catalog.ts[slots]
-    window = query_window(query, now_ms) if mode != "recency" else None
+    if mode == "recency":
+        window = None
     relevance, dense_part, lexical_part, passes = relevance_of(
         plan, mode, bm25, idf_mass, cosine, ts
     )

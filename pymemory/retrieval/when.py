@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-__all__ = ["query_window"]
+__all__ = ["find_time_phrase", "query_window"]
 
 DAY_MS = 86_400_000
 _UTC = dt.UTC
@@ -80,8 +80,17 @@ def _month_span(today: dt.date, month: int, part: str | None) -> tuple[int, int]
 
 def query_window(query: str, now_ms: int) -> tuple[int, int] | None:
     """The ``(start_ms, end_ms)`` a relative-time phrase in ``query`` points at, or None."""
+    found = find_time_phrase(query, now_ms)
+    return None if found is None else found[0]
+
+
+def find_time_phrase(
+    query: str, now_ms: int
+) -> tuple[tuple[int, int] | None, tuple[int, int]] | None:
+    """``(window or None, (start, end) of the phrase in query)`` for the first time phrase,
+    or None when there is none. A phrase about the future has no window but is still a
+    time phrase (its words are not content words)."""
     text = query.lower()
-    today = dt.datetime.fromtimestamp(now_ms / 1000, tz=_UTC).date()
     best: tuple[int, str, re.Match[str]] | None = None
     for kind, pattern in _PATTERNS:
         m = pattern.search(text)
@@ -90,6 +99,11 @@ def query_window(query: str, now_ms: int) -> tuple[int, int] | None:
     if best is None:
         return None
     _, kind, m = best
+    return _window(kind, m, now_ms), m.span()
+
+
+def _window(kind: str, m: re.Match[str], now_ms: int) -> tuple[int, int] | None:
+    today = dt.datetime.fromtimestamp(now_ms / 1000, tz=_UTC).date()
     if kind == "ago":
         raw = m.group(1)
         n = int(raw) if raw.isdigit() else _NUMBERS[raw]
