@@ -16,6 +16,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..item import MemoryItem
 from ..models.embedding import Embedder
 from ..storage import KvBackend
 from .catalog import Catalog, dense_text
@@ -24,7 +25,13 @@ from .vectors_kv import KvVectorStore
 
 log = logging.getLogger("pymemory")
 
-EMBED_BATCH = 32
+#: Queued items taken together: sorted by text length, then embedded in calls of
+#: ``EMBED_CALL`` items of similar length (each call's vectors are stored at once), so
+#: batches carry little padding however the items arrived. The embedder batches each
+#: call itself (MiniLM: by a token budget); a query embedding waits for one model batch
+#: at most.
+EMBED_DRAIN = 1024
+EMBED_CALL = 256
 
 
 class DenseIndex:
@@ -88,18 +95,21 @@ class DenseIndex:
     async def _loop(self) -> None:
         while True:
             ids = [await self._queue.get()]
-            while len(ids) < EMBED_BATCH and not self._queue.empty():
+            while len(ids) < EMBED_DRAIN and not self._queue.empty():
                 ids.append(self._queue.get_nowait())
             try:
-                await self._embed_batch(list(dict.fromkeys(ids)))
-            except Exception:
-                log.exception("background embedding of %d item(s) failed", len(ids))
+                items = [i for i in map(self._catalog.get, dict.fromkeys(ids)) if i is not None]
+                items.sort(key=lambda i: len(dense_text(i)))
+                for start in range(0, len(items), EMBED_CALL):
+                    try:
+                        await self._embed_batch(items[start : start + EMBED_CALL])
+                    except Exception:
+                        log.exception("background embedding of %d item(s) failed", EMBED_CALL)
             finally:
                 for _ in ids:
                     self._queue.task_done()
 
-    async def _embed_batch(self, ids: list[str]) -> None:
-        items = [i for i in (self._catalog.get(x) for x in ids) if i is not None]
+    async def _embed_batch(self, items: list[MemoryItem]) -> None:
         if not items:
             return
         texts = [dense_text(i) for i in items]
