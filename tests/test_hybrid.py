@@ -55,6 +55,30 @@ async def test_vectors_are_stored_and_a_reload_never_re_embeds(tmp_path):
     await mem.close()
 
 
+async def test_the_background_embedder_sends_similar_lengths_together(monkeypatch):
+    import pymemory.retrieval.dense as dense
+
+    monkeypatch.setattr(dense, "EMBED_CALL", 4)
+    embedder = CountingEmbedder(HashingEmbedder())
+    calls: list[list[str]] = []
+    inner = embedder.embed
+
+    async def spy(texts):
+        calls.append(list(texts))
+        return await inner(texts)
+
+    embedder.embed = spy
+    mem = await Memory.open(MapKv(), embedder=embedder)
+    texts = ["x" * n for n in (40, 2, 33, 5, 17, 1, 26, 9, 12, 3)]  # arrival order: mixed
+    await mem.add_many([{"text": t} for t in texts])
+    await mem.embed_idle()
+    assert len(mem.vectors) == len(texts)
+    assert [len(c) for c in calls] == [4, 4, 2]
+    sizes = [[len(t) for t in c] for c in calls]
+    assert sizes == [[1, 2, 3, 5], [9, 12, 17, 26], [33, 40]]  # shortest first, by call
+    await mem.close()
+
+
 async def test_backfill_update_delete_and_archive_keep_vectors_in_step(tmp_path):
     kv = await SqliteKv.open(tmp_path / "b.db")
     mem = await Memory.open(kv)  # no embedder yet
