@@ -55,6 +55,8 @@ class QFeatures:
     idf_mass: float  # the sum of the query terms' idf (Bm25Index.idf_mass)
     ts: np.ndarray  # epoch ms
     type_code: np.ndarray
+    prev: np.ndarray  # index of the previous turn of the same session, -1 for none
+    next: np.ndarray  # index of the next turn of the same session, -1 for none
 
     @property
     def answerable(self) -> bool:
@@ -97,6 +99,10 @@ async def extract(
             position_of_slot = {int(s): i for i, s in enumerate(slots)}
             ts = catalog.ts[slots].copy()
             types = catalog.type_code[slots].copy()
+            same = [i > 0 and turns[i - 1].session == turns[i].session for i in range(len(turns))]
+            prev = np.array([i - 1 if same[i] else -1 for i in range(len(turns))])
+            nxt = np.array([i + 1 if i + 1 < len(turns) and same[i + 1] else -1
+                            for i in range(len(turns))])  # fmt: skip
             questions = [q for q in suite.questions if q.conversation == name]
             qvecs = await embedder.embed([q.text for q in questions])
             doc_vecs = None
@@ -117,6 +123,7 @@ async def extract(
                     QFeatures(
                         q.id, suite.name, name, q.category, q.split or "all", q.text,
                         q.asked_at, gold, bm, cos, catalog.index.idf_mass(terms), ts, types,
+                        prev, nxt,
                     )
                 )  # fmt: skip
     finally:
@@ -151,6 +158,20 @@ def rank(f: QFeatures, plan: Plan, mode: str = "hybrid") -> np.ndarray:
     out = np.full(len(f.cos), -np.inf)
     keep = passes & (score > 0)
     out[idx[keep]] = score[keep]
+    return out
+
+
+def neighbour_lift(f: QFeatures, scores: np.ndarray, weight: float) -> np.ndarray:
+    """Context from adjacent turns at scoring time: each returned memory moves ``weight``
+    of the way up to its better neighbour's score (previous or next turn, same session)."""
+    out = scores.copy()
+    ok = np.isfinite(scores)
+    nb = np.full(len(scores), -np.inf)
+    for side in (f.prev, f.next):
+        has = side >= 0
+        nb[has] = np.maximum(nb[has], scores[side[has]])
+    lift = ok & np.isfinite(nb) & (nb > scores)
+    out[lift] = scores[lift] + weight * (nb[lift] - scores[lift])
     return out
 
 

@@ -23,6 +23,7 @@ from .cli_format import (
     show_trace,
     table,
 )
+from .errors import ValidationError
 from .memory import Memory
 from .retrieval.strategies import Strategy, by_scope, by_tag, by_type, compose, time_window
 from .retrieval.strategies import to_dict as strategy_dict
@@ -237,6 +238,9 @@ async def cmd_eval(memory: Memory | None, a: argparse.Namespace) -> None:
     from .models.embedding import load_embedder
 
     suite = load_suite(a.suite)
+    if a.split is not None and a.split not in suite.splits:
+        known = ", ".join(suite.splits) or "none"
+        raise ValidationError(f"suite {suite.name} has no split {a.split!r} (splits: {known})")
     names = EVAL_RETRIEVERS if a.retriever == "all" else (a.retriever,)
     embedder = None
     if any(name != "bm25" for name in names):

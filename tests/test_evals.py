@@ -535,6 +535,18 @@ def test_cli_eval_table(tmp_path: Path, capsys):
     assert not db.exists()  # eval never opens the store
 
 
+def test_cli_eval_one_split(tmp_path: Path, capsys):
+    db = str(tmp_path / "m.db")
+    code = main(["--db", db, "eval", "long-conversations", "--retriever", "bm25", "--split",
+                 "heldout"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "234 questions (split heldout)" in out and "split: tune" not in out
+    assert "adversarial" in out and "abstain" in out
+    assert main(["--db", db, "eval", "long-conversations", "--split", "nope"]) == 1
+    assert "no split" in capsys.readouterr().err
+
+
 def test_cli_eval_json_all_retrievers(tmp_path: Path, capsys):
     code = main(
         ["--db", str(tmp_path / "m.db"), "--json", "eval", "long-context-recall",

@@ -13,10 +13,12 @@ How they score (``pipeline.py``)::
 ``relevance`` comes from the query alone (``fusion``): with an embedder, the cosine plus
 the lexical share squared (the share of the query's BM25 weight a memory matches), so a
 match on a rare name counts a lot and one on a common word little; without one, the
-lexical share. ``decay``, ``feedback`` and ``time_match`` only re-rank: their defaults
-stay within x0.5..x2.25, so they order comparably relevant memories and never lift
-chatter over a clear answer. ``relevance_floor`` leaves out memories that are not
-relevant at all.
+lexical share. ``decay``, ``feedback`` and ``time_match`` only re-rank: by default
+messages and preferences do not decay at all, tool results and system events fall to
+x0.5 / x0.7, feedback gives x0.5..x2.25 and a time phrase x1.5, so they order comparably
+relevant memories and do not lift chatter over a clear answer
+(``tests/test_ranking.py`` holds that as a property). ``relevance_floor`` leaves out
+memories that are not relevant at all.
 
 The defaults were chosen on the tuning split of the ``long-conversations`` suite and the
 two small suites (``benchmarks/tune_retrieval.py``; docs/BENCHMARKS.md has the grids and
