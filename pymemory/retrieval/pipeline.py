@@ -172,17 +172,13 @@ def condense(
 
 
 def decay_factor(plan: Plan, ts: np.ndarray, now_ms: int, type_code: np.ndarray) -> np.ndarray:
-    """``floor + (1 - floor) * 0.5 ** (age / half_life)`` with each type's rule."""
-    out = np.ones(len(ts))
+    """``floor + (1 - floor) * 0.5 ** (age / half_life)`` with each type's rule (a type
+    without decay has an infinite half-life: factor 1)."""
+    rules = [plan.decay.rule(t) for t in MEMORY_TYPES]
+    half_life = np.array([np.inf if h is None else h for h, _ in rules])[type_code]
+    floor = np.array([f for _, f in rules])[type_code]
     age_h = np.maximum(now_ms - ts, 0) / HOUR_MS
-    for code, type_name in enumerate(MEMORY_TYPES):
-        half_life, floor = plan.decay.rule(type_name)
-        if half_life is None:
-            continue
-        mask = type_code == code
-        if mask.any():
-            out[mask] = floor + (1.0 - floor) * np.exp2(-age_h[mask] / half_life)
-    return out
+    return floor + (1.0 - floor) * np.exp2(-age_h / half_life)
 
 
 def feedback_factor(plan: Plan, net: np.ndarray, important: np.ndarray) -> np.ndarray:
