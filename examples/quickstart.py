@@ -38,12 +38,14 @@ async def main() -> None:
         print("\ntrace:")
         for c in result.trace:
             print(
-                f"  {c.status:<12} bm25={c.bm25:.2f} decay={c.decay:.2f} "
+                f"  {c.status:<12} relevance={c.relevance:.2f} decay={c.decay:.2f} "
                 f"feedback={c.feedback_weight:.1f} score={c.score:.2f}  {c.content[:50]}"
             )
 
         print("\nCSV 导出 ->", (await memory.retrieve("CSV 导出")).items[0].content)
         print("token counter:", (await memory.stats())["token_counter"])
+        unrelated = await memory.retrieve("what is the capital of Peru?")
+        print("unrelated query ->", len(unrelated.items), "items")  # nothing is padded in
 
 
 asyncio.run(main())

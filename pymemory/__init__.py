@@ -25,6 +25,7 @@ from .retrieval.strategies import (
     compose,
     feedback_weight,
     fusion,
+    relevance_floor,
     time_decay,
     time_window,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "default_token_counter",
     "feedback_weight",
     "fusion",
+    "relevance_floor",
     "time_decay",
     "time_window",
 ]

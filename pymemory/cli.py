@@ -185,8 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(needs_db=False)
     p.add_argument(
         "suite", metavar="SUITE",
-        help="multi-turn-memory, long-context-recall, or a suite file (JSON Lines)",
+        help="multi-turn-memory, long-context-recall, long-conversations, or a suite file "
+        "(JSON Lines)",
     )  # fmt: skip
+    p.add_argument("--split", metavar="NAME", help="ask only this split's questions (e.g. heldout)")
     p.add_argument(
         "--retriever", choices=(*EVAL_RETRIEVERS, "all"), default="all", help="default: all"
     )

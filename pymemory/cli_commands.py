@@ -23,6 +23,7 @@ from .cli_format import (
     show_trace,
     table,
 )
+from .errors import ValidationError
 from .memory import Memory
 from .retrieval.strategies import Strategy, by_scope, by_tag, by_type, compose, time_window
 from .retrieval.strategies import to_dict as strategy_dict
@@ -83,9 +84,10 @@ async def cmd_search(memory: Memory, a: argparse.Namespace) -> None:
         tags = f"  [{', '.join(it.tags)}]" if it.tags else ""
         print(f"\n{n}. {it.id}  {it.type}  {it.scope}  {fmt_time(it.timestamp)}{tags}")
         print(f"   {it.content}")
+        when = f" × time {m.time_match:g}" if m.time_match != 1 else ""
         print(
-            f"   score {m.score:.3f} = bm25 {m.bm25:.3f} × decay {m.decay:.3f}"
-            f" × feedback {m.feedback_weight:g} · {m.tokens} tokens"
+            f"   score {m.score:.3f} = relevance {m.relevance:.3f} × decay {m.decay:.3f}"
+            f" × feedback {m.feedback_weight:g}{when} · {m.tokens} tokens"
         )
     if r.trace is not None:
         show_trace(r)
@@ -230,24 +232,41 @@ async def cmd_stats(memory: Memory, a: argparse.Namespace) -> None:
 
 
 async def cmd_eval(memory: Memory | None, a: argparse.Namespace) -> None:
-    """Run a shipped evaluation suite (no store is opened: each run uses a fresh memory)."""
-    from .evals.harness import REPORT_HEADERS, report_rows, run_suite
+    """Run a shipped evaluation suite (no store is opened: each run uses fresh memories)."""
+    from .evals.harness import REPORT_HEADERS, evaluate, load, make_retriever, report_rows
     from .evals.suites import load_suite
     from .models.embedding import load_embedder
 
     suite = load_suite(a.suite)
+    if a.split is not None and a.split not in suite.splits:
+        known = ", ".join(suite.splits) or "none"
+        raise ValidationError(f"suite {suite.name} has no split {a.split!r} (splits: {known})")
     names = EVAL_RETRIEVERS if a.retriever == "all" else (a.retriever,)
     embedder = None
     if any(name != "bm25" for name in names):
         embedder = await load_embedder(a.embedder)
-    reports = [await run_suite(suite, name, embedder) for name in names]
+    reports = []
+    # One load without the embedder (bm25), one with it (dense and hybrid share it).
+    for with_model in (False, True):
+        wanted = [n for n in names if (n != "bm25") == with_model]
+        if not wanted:
+            continue
+        loaded = await load(suite, embedder if with_model else None)
+        try:
+            for name in wanted:
+                factory = lambda m, name=name: make_retriever(name, m)  # noqa: E731
+                reports.append(await evaluate(loaded, factory, split=a.split))
+        finally:
+            await loaded.close()
+    reports.sort(key=lambda r: names.index(r.retriever))
     if a.json:
         emit({"suite": suite.name, "reports": [r.to_dict() for r in reports]})
         return
     first = reports[0]
     print(
         f"{suite.name}: {plural(first.turns, 'turn', 'turns')} "
-        f"({first.turn_tokens:,} tokens), {plural(len(suite.questions), 'question', 'questions')}"
+        f"({first.turn_tokens:,} tokens), {plural(first.overall.n, 'question', 'questions')}"
+        f"{f' (split {a.split})' if a.split else ''}"
         f" · top {first.k} · embedder {embedder.name if embedder else '-'}"
     )
     for report in reports:
@@ -255,7 +274,8 @@ async def cmd_eval(memory: Memory | None, a: argparse.Namespace) -> None:
         table(REPORT_HEADERS, report_rows(report), right=range(2, len(REPORT_HEADERS)))
     print(
         "\nR@n: share of each question's evidence in the top n · MRR: first gold turn · "
-        "AUROC: top score separates answerable from abstention questions"
+        "AUROC: top score separates answerable from unanswerable questions · abstain: "
+        "share of unanswerable questions that got nothing"
     )
 
 

@@ -124,6 +124,7 @@ def show_trace(r: Retrieval) -> None:
             str(n),
             c.status,
             f"{c.score:.3f}",
+            f"{c.relevance:.3f}",
             f"{c.bm25:.3f}",
             f"{c.decay:.3f}",
             f"{c.feedback_weight:g}",
@@ -133,8 +134,11 @@ def show_trace(r: Retrieval) -> None:
         ]
         for n, c in enumerate(r.trace, 1)
     ]
-    headers = ["#", "status", "score", "bm25", "decay", "feedback", "tokens", "id", "content"]
-    table(headers, rows, right=(0, 2, 3, 4, 5, 6))
+    headers = [
+        "#", "status", "score", "relevance", "bm25", "decay", "feedback", "tokens", "id",
+        "content",
+    ]  # fmt: skip
+    table(headers, rows, right=(0, 2, 3, 4, 5, 6, 7))
 
 
 def archive_rows(found: Sequence[ArchivedItem]) -> list[list[str]]:

@@ -12,8 +12,6 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-import numpy as np
-
 from .encoder import Encoder, Refiner, RuleEncoder
 from .encoder.intake import ADD_FIELDS, build_item, type_name
 from .encoder.refine import RefineWorker
@@ -38,7 +36,7 @@ from .retrieval.archive import search_archive
 from .retrieval.catalog import Catalog
 from .retrieval.dense import DenseIndex
 from .retrieval.filters import item_matcher
-from .retrieval.pipeline import Retrieval, retrieve
+from .retrieval.pipeline import DenseHits, Retrieval, retrieve
 from .retrieval.strategies import Strategy, coerce, compile_strategy
 from .retrieval.tokens import TokenCounter, default_token_counter
 from .retrieval.vectors_kv import KvVectorStore
@@ -961,7 +959,7 @@ class Memory:
 
     async def _dense_candidates(
         self, query: str, depth: int
-    ) -> tuple[tuple[np.ndarray, np.ndarray] | None, tuple[str, ...]]:
+    ) -> tuple[DenseHits | None, tuple[str, ...]]:
         if self._dense is None:
             return None, ("dense retrieval off: no embedder; ranked by BM25",)
         return await self._dense.candidates(query, depth)

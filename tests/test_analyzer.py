@@ -14,6 +14,7 @@ from pymemory.retrieval.analyzer import (
     STOPWORDS,
     analyze,
     analyze_query,
+    normalize,
     stem,
 )
 
@@ -68,7 +69,42 @@ def test_casefold_and_nfkc():
     assert analyze("ＰＹＴＨＯＮ３") == ["python3"]  # full-width letters and digits
     assert analyze("Straße") == ["strasse"]
     assert analyze("ﬁle") == ["file"]  # ligature
-    assert analyze("café") == analyze("cafe\u0301") == ["café"]  # composed either way
+    assert analyze("café") == analyze("cafe\u0301") == analyze("CAFE") == ["cafe"]
+
+
+@pytest.mark.parametrize(
+    "document, query",
+    [
+        ("İstanbul", "istanbul"),  # Turkish dotted capital I
+        ("ISTANBUL", "ıstanbul"),  # and the dotless i
+        ("e\u0301te", "ete"),  # a combining accent
+        ("été", "ETE"),
+        ("Crème brûlée", "creme brulee"),  # French
+        ("Ñandú", "nandu"),  # Spanish
+        ("Straße", "STRASSE"),  # German
+        ("Łódź", "lodz"),  # Polish
+        ("Søren Kierkegård", "soren kierkegard"),  # Danish
+        ("Tiếng Việt", "tieng viet"),  # Vietnamese: stacked diacritics
+        ("Ελληνικά Άθήνα", "ελληνικα αθηνα"),  # Greek tonos
+        ("ΣΟΦΟΣ", "σοφος"),  # Greek final sigma
+        ("Ёлка", "елка"),  # Russian yo
+        ("Ｐｙｔｈｏｎ３", "python3"),  # full width
+        ("شُكْرًا", "شكرا"),  # Arabic harakat
+        ("שָׁלוֹם", "שלום"),  # Hebrew points
+    ],
+)
+def test_accents_and_case_fold_identically_for_documents_and_queries(document, query):
+    assert analyze(document) == analyze(query)
+    assert normalize(document).split() == normalize(query).split()
+
+
+def test_folding_keeps_marks_that_change_the_letter():
+    assert analyze("が") != analyze("か")  # kana voicing marks
+    assert analyze("ガイド") == analyze("ｶﾞｲﾄﾞ")  # half width still meets full width
+    assert analyze("हिन्दी") == ["हिन्दी"] and analyze("हिन्दी") != analyze("हनद")  # Indic signs
+    assert analyze("ไม้") != analyze("ไม")  # Thai tone mark
+    assert analyze("한국어") == ["한", "국", "어", "한국", "국어"]  # Hangul recomposed
+    assert analyze("会议纪要") == ["会", "议", "纪", "要", "会议", "议纪", "纪要"]
 
 
 def test_typographic_apostrophes():
@@ -112,7 +148,7 @@ def test_empty_and_whitespace():
 def test_other_scripts_are_words():
     assert analyze("Привет мир") == ["привет", "мир"]
     assert analyze("हिन्दी भाषा") == ["हिन्दी", "भाषा"]  # combining vowel signs stay inside
-    assert analyze("Ελληνικά") == ["ελληνικά"]
+    assert analyze("Ελληνικά") == ["ελληνικα"]  # accents fold for matching
 
 
 def test_overlong_words_are_dropped():

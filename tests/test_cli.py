@@ -316,7 +316,7 @@ def test_search_ranks_with_scores_and_filters(cli: Cli, tmp_path: Path) -> None:
     result = cli.json("search", "dark mode editor")
     assert set(result) == {
         "query", "mode", "memories", "text", "tokens_used", "max_tokens", "max_items",
-        "token_counter", "trace", "strategy", "notes",
+        "token_counter", "trace", "strategy", "notes", "window",
     }  # fmt: skip
     assert result["mode"] == "bm25"
     assert result["strategy"] is None and result["trace"] is None
@@ -327,9 +327,11 @@ def test_search_ranks_with_scores_and_filters(cli: Cli, tmp_path: Path) -> None:
         "dark mode for the terminal too",
     ]
     for m in memories:
-        product = m["bm25"] * m["decay"] * m["feedback_weight"]
+        product = m["relevance"] * m["decay"] * m["feedback_weight"] * m["time_match"]
         assert m["score"] == pytest.approx(product)
-    assert memories[1]["decay"] < memories[0]["decay"] <= 1.0
+        assert m["relevance"] == pytest.approx(m["lexical_part"] + m["dense_part"])
+    # Neither a message nor a preference fades by default (relevance decides).
+    assert memories[1]["decay"] == memories[0]["decay"] == 1.0
     assert result["tokens_used"] == sum(m["tokens"] for m in memories) <= 1500
     assert result["text"] == "\n".join(m["line"] for m in memories)
 
@@ -352,7 +354,9 @@ def test_search_ranks_with_scores_and_filters(cli: Cli, tmp_path: Path) -> None:
     )
     assert lines[2].startswith(f"1. {pref['id']}  user_preference  global  ")
     assert lines[3] == "   The user prefers dark mode in the editor"
-    assert lines[4].startswith(f"   score {m['score']:.3f} = bm25 {m['bm25']:.3f} × decay ")
+    assert lines[4].startswith(
+        f"   score {m['score']:.3f} = relevance {m['relevance']:.3f} × decay "
+    )
     assert lines[4].endswith(f"· {m['tokens']} tokens")
 
 
@@ -377,11 +381,12 @@ def test_search_trace_shows_why_candidates_were_cut(cli: Cli) -> None:
     assert code == 0
     trace = out[out.index("trace: 4 candidates, best first") :].splitlines()
     assert trace[1].split() == [
-        "#", "status", "score", "bm25", "decay", "feedback", "tokens", "id", "content",
+        "#", "status", "score", "relevance", "bm25", "decay", "feedback", "tokens", "id",
+        "content",
     ]  # fmt: skip
-    rows = {line.split()[7]: line.split()[1] for line in trace[3:]}
+    rows = {line.split()[8]: line.split()[1] for line in trace[3:]}
     assert {k: v for k, v in rows.items() if v != "no_match"} == status
-    assert any(line.split()[6] == "-" for line in trace[3:])  # no tokens counted when cut
+    assert any(line.split()[7] == "-" for line in trace[3:])  # no tokens counted when cut
 
 
 # --- forget / feedback / archive ----------------------------------------------------------
@@ -463,7 +468,8 @@ def test_feedback_is_persisted_and_changes_ranking(cli: Cli) -> None:
     assert cli.json("get", a["id"])["feedback"] == {"liked": 1, "disliked": 0, "important": True}
     ranked = cli.json("search", "coffee")["memories"]
     assert [m["item"]["id"] for m in ranked] == [a["id"], b["id"]]
-    assert [m["feedback_weight"] for m in ranked] == [pytest.approx(15.0), pytest.approx(0.1)]
+    # liked x important (1.5 x 1.5) against disliked (0.5): feedback re-ranks.
+    assert [m["feedback_weight"] for m in ranked] == [pytest.approx(2.25), pytest.approx(0.5)]
     code, _, err = cli("feedback", a["id"], "loved")
     assert code == 2 and "invalid choice: 'loved'" in err
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from importlib import resources
 from pathlib import Path
@@ -53,9 +54,87 @@ def lcr():
 
 
 def test_shipped_data_is_small():
+    # The suites stay out of the browser wheel (setuptools packages .py files only); the
+    # generated long-conversations suite is the big one.
     data = resources.files("pymemory.evals") / "data"
-    total = sum((data / name).stat().st_size for name in SUITES.values())  # type: ignore[attr-defined]
-    assert total < 300_000
+    size = {name: (data / f).stat().st_size for name, f in SUITES.items()}  # type: ignore[attr-defined]
+    assert size["multi-turn-memory"] + size["long-context-recall"] < 300_000
+    assert size["long-conversations"] < 1_600_000
+
+
+@pytest.fixture(scope="module")
+def lc():
+    return load_suite("long-conversations")
+
+
+def test_long_conversations_shape(lc):
+    """Ten long two-person chats over months, one memory per turn, 500+ questions."""
+    assert len(lc.questions) >= 500 and len(lc.conversations) == 10
+    assert lc.splits == ("tune", "heldout") and lc.abstention == ("adversarial", "unanswerable")
+    for name in lc.conversations:
+        turns = [t for t in lc.turns if t.conversation == name]
+        assert len(turns) >= 400
+        assert len({t.speaker for t in turns}) == 2  # two people, no assistant
+        assert len({t.session for t in turns}) >= 20
+        span_days = (turns[-1].timestamp - turns[0].timestamp) / DAY
+        assert 60 <= span_days <= 400
+        assert [t.timestamp for t in turns] == sorted(t.timestamp for t in turns)
+        questions = [q for q in lc.questions if q.conversation == name]
+        assert {q.asked_at for q in questions} == {turns[-1].timestamp}  # asked at the end
+        assert len({q.split for q in questions}) == 1  # a conversation is in one split
+        cited = {t for q in questions for t in q.gold_ids}
+        assert len(cited) / len(turns) < 0.3  # most turns are small talk
+    for split in lc.splits:
+        cats = Counter(q.category for q in lc.questions if q.split == split)
+        assert set(cats) == set(lc.categories) and min(cats.values()) >= 10, (split, cats)
+        assert sum(cats.values()) >= 200
+    # The held-out people are not the tuning people.
+    by_split: dict = {}
+    for q in lc.questions:
+        by_split.setdefault(q.split, set()).add(q.conversation)
+    speakers = {
+        sp: {t.speaker for t in lc.turns if t.conversation in convs}
+        for sp, convs in by_split.items()
+    }
+    assert speakers["tune"] and not speakers["tune"] & speakers["heldout"]
+    matches = Counter(q.match for q in lc.questions if q.gold)
+    assert matches["paraphrase"] / sum(matches.values()) >= 0.25  # wording apart from evidence
+    assert matches["exact"] / sum(matches.values()) >= 0.25
+
+
+def test_long_conversations_evidence_and_answers(lc):
+    for q in lc.questions:
+        assert q.answer, q.id
+        if q.category in lc.abstention:
+            assert not q.gold
+            continue
+        assert q.gold
+        turns = [lc.turn_index[t] for t in q.gold_ids]
+        assert all(t.conversation == q.conversation for t in turns)
+        if q.category == "multi-hop":
+            assert len(q.gold) >= 2
+    # Relative time is said the way people say it; temporal answers are dates.
+    temporal = [q for q in lc.questions if q.category == "temporal"]
+    assert all(re.search(r"\b\d{1,2} [A-Z][a-z]+ 20\d\d\b", q.answer) for q in temporal)
+    phrases = ("yesterday", "last week", "on Saturday", "two weeks ago", "last night")
+    texts = " ".join(t.text for t in lc.turns)
+    assert all(p in texts for p in phrases)
+
+
+def test_long_conversations_generator_is_deterministic(tmp_path):
+    """The committed file is what the seeded generator writes."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "lc.jsonl"
+    subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "make_conversations.py"), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    shipped = resources.files("pymemory.evals") / "data" / SUITES["long-conversations"]
+    assert out.read_bytes() == shipped.read_bytes()  # type: ignore[attr-defined]
 
 
 def test_multi_turn_memory_has_54_items_in_6_categories_of_9(mtm):
@@ -261,6 +340,63 @@ async def test_harness_accepts_a_custom_retriever(tiny):
     assert by_id["q2"].ranked[:3] == ("d", "c", "b")
 
 
+TWO = """\
+{"kind": "suite", "name": "two", "categories": ["facts", "none"], "abstention": ["none"], "splits": ["a", "b"]}
+{"kind": "turn", "id": "x1", "conversation": "x", "session": "x1", "speaker": "Ann", "at": "2026-01-01T10:00Z", "text": "My locker code is 4471."}
+{"kind": "turn", "id": "x2", "conversation": "x", "session": "x1", "speaker": "Bo", "at": "2026-01-01T10:01Z", "text": "Got it."}
+{"kind": "turn", "id": "y1", "conversation": "y", "session": "y1", "speaker": "Cy", "at": "2026-01-02T10:00Z", "text": "My locker code is 9000."}
+{"kind": "question", "id": "qx", "conversation": "x", "split": "a", "category": "facts", "asked_at": "2026-01-03T09:00Z", "text": "What is Ann's locker code?", "gold": ["x1"], "answer": "4471"}
+{"kind": "question", "id": "qy", "conversation": "y", "split": "b", "category": "facts", "asked_at": "2026-01-03T09:00Z", "text": "What is the locker code?", "gold": ["y1"]}
+{"kind": "question", "id": "qn", "conversation": "y", "split": "b", "category": "none", "asked_at": "2026-01-03T09:00Z", "text": "What is Cy's blood type?", "gold": []}
+"""
+
+
+async def test_each_conversation_gets_its_own_memory_and_splits_are_reported():
+    suite = parse_suite(TWO.splitlines(), source="two")
+    assert suite.conversations == ("x", "y") and suite.turn_index["x1"].speaker == "Ann"
+    loaded = await load(suite)
+    try:
+        assert {n: len(await c.memory.list()) for n, c in loaded.conversations.items()} == {
+            "x": 2, "y": 1,
+        }  # fmt: skip
+        items = await loaded.conversations["x"].memory.list()
+        assert {i.metadata["speaker"] for i in items} == {"Ann", "Bo"}
+        with pytest.raises(ValidationError, match="several conversations"):
+            loaded.memory  # noqa: B018
+        with pytest.raises(ValidationError, match="factory"):
+            await evaluate(loaded, MemoryRetriever(loaded.conversations["x"].memory))
+        report = await evaluate(loaded, lambda m: MemoryRetriever(m))
+        by_id = {r.id: r for r in report.results}
+        # Each question only sees its own conversation: y's code never answers x.
+        assert by_id["qx"].ranked == ("x1",) and by_id["qy"].ranked == ("y1",)
+        assert set(report.by_split) == {"a", "b"} and report.by_split["a"].n == 1
+        assert report.categories["none"].recall is None
+        only_b = await evaluate(loaded, lambda m: MemoryRetriever(m), split="b")
+        assert [r.id for r in only_b.results] == ["qy", "qn"] and only_b.by_split == {}
+        with pytest.raises(ValidationError, match="no split"):
+            await evaluate(loaded, lambda m: MemoryRetriever(m), split="c")
+    finally:
+        await loaded.close()
+
+
+@pytest.mark.parametrize(
+    "line, error",
+    [
+        ('{"kind": "turn", "id": "z", "conversation": "y", "session": "s", "at": "2026-01-01T10:00Z", "text": "t"}\n'
+         '{"kind": "question", "id": "q", "conversation": "x", "category": "facts", "asked_at": "2026-01-03T09:00Z", "text": "?", "gold": ["z"]}',
+         "another conversation|unknown conversation"),
+        ('{"kind": "question", "id": "q", "split": "c", "category": "none", "asked_at": "2026-01-03T09:00Z", "text": "?", "gold": []}',
+         "split"),
+        ('{"kind": "turn", "id": "z", "session": "s", "speaker": "", "at": "2026-01-01T10:00Z", "text": "t"}',
+         "speaker"),
+    ],
+)
+def test_conversation_and_split_fields_are_checked(line, error):
+    head = '{"kind": "suite", "name": "t", "categories": ["facts", "none"], "abstention": ["none"], "splits": ["a"]}'
+    with pytest.raises(ValidationError, match=error):
+        parse_suite([head, *line.splitlines()])
+
+
 def test_auroc():
     assert auroc([3, 4], [1, 2]) == 1.0
     assert auroc([1], [2]) == 0.0
@@ -283,7 +419,9 @@ async def test_harness_end_to_end_with_the_hashing_embedder(name):
         r = report.overall.recall
         assert r[1] <= r[5] <= r[10]
         assert report.overall.p50_ms <= report.overall.p95_ms
-        assert len(report_rows(report)) == len(suite.categories) + len(report.by_match) + 1
+        rows = len(suite.categories) + len(report.by_match) + len(report.by_split) + 1
+        assert len(report_rows(report)) == rows
+        assert len(report.by_split) == len(suite.splits)
     # The quality bar: lexical retrieval alone is clearly imperfect on both suites.
     assert reports["bm25"].overall.recall[5] < 0.75
     assert reports["dense"].embedder == embedder.name
@@ -395,6 +533,18 @@ def test_cli_eval_table(tmp_path: Path, capsys):
     assert "multi-turn-memory: 277 turns" in out
     assert "information extraction" in out and "overall" in out and "R@5" in out
     assert not db.exists()  # eval never opens the store
+
+
+def test_cli_eval_one_split(tmp_path: Path, capsys):
+    db = str(tmp_path / "m.db")
+    code = main(["--db", db, "eval", "long-conversations", "--retriever", "bm25", "--split",
+                 "heldout"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "234 questions (split heldout)" in out and "split: tune" not in out
+    assert "adversarial" in out and "abstain" in out
+    assert main(["--db", db, "eval", "long-conversations", "--split", "nope"]) == 1
+    assert "no split" in capsys.readouterr().err
 
 
 def test_cli_eval_json_all_retrievers(tmp_path: Path, capsys):

@@ -8,7 +8,14 @@ from helpers import DAY, Clock
 
 from pymemory import Memory, by_scope
 from pymemory.models.embedding import HashingEmbedder
-from pymemory.retrieval.strategies import compose, from_dict, fusion, to_dict
+from pymemory.retrieval.strategies import (
+    compose,
+    from_dict,
+    fusion,
+    relevance_floor,
+    time_decay,
+    to_dict,
+)
 from pymemory.storage import MapKv, SqliteKv, schema
 
 
@@ -45,6 +52,30 @@ async def test_vectors_are_stored_and_a_reload_never_re_embeds(tmp_path):
     result = await mem.retrieve("topic 7")
     assert result.mode == "hybrid" and embedder.texts == ["topic 7"]
     assert result.items[0].text == "note about topic 7"
+    await mem.close()
+
+
+async def test_the_background_embedder_sends_similar_lengths_together(monkeypatch):
+    import pymemory.retrieval.dense as dense
+
+    monkeypatch.setattr(dense, "EMBED_CALL", 4)
+    embedder = CountingEmbedder(HashingEmbedder())
+    calls: list[list[str]] = []
+    inner = embedder.embed
+
+    async def spy(texts):
+        calls.append(list(texts))
+        return await inner(texts)
+
+    embedder.embed = spy
+    mem = await Memory.open(MapKv(), embedder=embedder)
+    texts = ["x" * n for n in (40, 2, 33, 5, 17, 1, 26, 9, 12, 3)]  # arrival order: mixed
+    await mem.add_many([{"text": t} for t in texts])
+    await mem.embed_idle()
+    assert len(mem.vectors) == len(texts)
+    assert [len(c) for c in calls] == [4, 4, 2]
+    sizes = [[len(t) for t in c] for c in calls]
+    assert sizes == [[1, 2, 3, 5], [9, 12, 17, 26], [33, 40]]  # shortest first, by call
     await mem.close()
 
 
@@ -111,16 +142,39 @@ async def test_rrf_fuses_both_rankings_with_weights():
     near = await mem.add("the payments page shows errors")
     await mem.embed_idle()
     k = 60.0
-    result = await mem.retrieve("E4021", fusion(k=k, lexical=1, dense=1), trace=True)
+    off = relevance_floor(0, 0)
+    rrf = lambda **kw: compose(fusion(method="rrf", **kw), off)  # noqa: E731
+    result = await mem.retrieve("E4021", rrf(k=k, lexical=1, dense=1), trace=True)
     by_id = {c.id: c for c in result.trace}
     # exact is first in the BM25 ranking; its fused score includes that side's 1/(k+1).
+    assert by_id[exact.id].lexical_part == pytest.approx(1 / (k + 1))
     assert by_id[exact.id].score >= 1 / (k + 1)
-    lexical_only = await mem.retrieve("E4021", fusion(k=k, lexical=1, dense=0), trace=True)
+    lexical_only = await mem.retrieve("E4021", rrf(k=k, lexical=1, dense=0), trace=True)
     assert [c.id for c in lexical_only.trace if c.status == "included"] == [exact.id]
     assert {c.id: c.score for c in lexical_only.trace}[exact.id] == pytest.approx(1 / (k + 1))
-    dense_only = await mem.retrieve("E4021", fusion(lexical=0, dense=1, k=10), trace=True)
+    dense_only = await mem.retrieve("E4021", rrf(lexical=0, dense=1, k=10), trace=True)
     assert all(c.bm25 == 0 or c.score <= 1 / 11 for c in dense_only.trace)
     assert near.id in {c.id for c in result.trace}
+    for c in result.trace:
+        if c.status != "no_match":
+            assert c.relevance == pytest.approx(c.dense_part + c.lexical_part)
+            assert c.score == pytest.approx(c.relevance * c.decay * c.feedback_weight * c.time_match)
+    await mem.close()
+
+
+async def test_score_fusion_adds_cosine_and_the_squared_lexical_share():
+    mem = await Memory.open(MapKv(), embedder=HashingEmbedder())
+    exact = await mem.add("error code E4021 on the payment page")
+    await mem.add("the payments page shows errors")
+    await mem.embed_idle()
+    result = await mem.retrieve("E4021 payment", trace=True)
+    row = {c.id: c for c in result.trace}[exact.id]
+    terms = ["e4021", "payment"]
+    share = row.bm25 / mem._catalog.index.idf_mass(terms)
+    assert 0 < share < 1
+    assert row.lexical_part == pytest.approx(share**2)
+    assert row.dense_part == pytest.approx(max(row.dense, 0))
+    assert row.score == pytest.approx(row.relevance * row.decay * row.feedback_weight)
     await mem.close()
 
 
@@ -136,7 +190,10 @@ async def test_an_old_exact_match_still_wins_in_hybrid():
     result = await mem.retrieve("INV-2291 invoice paid", trace=True)
     assert result.mode == "hybrid" and result.memories[0].item.id == old.id
     top = result.trace[0]
-    assert top.decay < 1 and top.dense is not None and top.bm25 > 0  # every factor shown
+    assert top.dense is not None and top.bm25 > 0 and top.lexical_part > 0  # every factor shown
+    assert top.decay == 1.0  # messages do not fade by default
+    decayed = await mem.retrieve("INV-2291 invoice paid", time_decay(24, floor=0.5))
+    assert decayed.memories[0].item.id == old.id and decayed.memories[0].decay < 0.51
     await mem.close()
 
 
@@ -150,7 +207,7 @@ async def test_feedback_filters_and_deletes_apply_to_dense_candidates():
     assert (await mem.retrieve("alpha beta")).memories[0].item.id == b.id
     assert (await mem.retrieve("alpha beta")).memories[0].feedback_weight > 1
     # "gamma" matches a lexically; the scope filter must also hold for dense candidates.
-    scoped = await mem.retrieve("gamma", by_scope("work"), trace=True)
+    scoped = await mem.retrieve("gamma", compose(by_scope("work"), relevance_floor(0, 0)), trace=True)
     assert [m.item.id for m in scoped.memories] == [b.id]
     assert {c.id: c.status for c in scoped.trace}[a.id] == "scope"
     await mem.delete(b.id)

@@ -144,6 +144,25 @@ async def test_batch_equals_one_by_one(runtime):
     assert np.abs(batched - single).max() < 1e-5
 
 
+async def test_batches_follow_length_and_a_token_budget(runtime):
+    e = await load_minilm(runtime, MODEL_DIR, batch_size=4, max_batch_tokens=20, preload=False)
+    lengths = [9, 3, 3, 30, 4, 5, 3, 6, 5]
+    batches = e.plan_batches(lengths)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert [[lengths[i] for i in b] for b in batches] == [[3, 3, 3, 4], [5, 5, 6], [9], [30]]
+    for b in batches:  # never over the row limit; over the budget only a lone long text
+        assert len(b) <= 4 and (len(b) * max(lengths[i] for i in b) <= 20 or len(b) == 1)
+    assert e.plan_batches([]) == []
+    with pytest.raises(ValidationError):
+        await load_minilm(runtime, MODEL_DIR, max_batch_tokens=0, preload=False)
+
+
+async def test_token_budget_batches_give_the_same_vectors(runtime):
+    tight = await load_minilm(runtime, MODEL_DIR, batch_size=64, max_batch_tokens=24)
+    loose = await load_minilm(runtime, MODEL_DIR, batch_size=64, max_batch_tokens=10**6)
+    assert np.abs(await tight.embed(SENTENCES) - await loose.embed(SENTENCES)).max() < 1e-5
+
+
 async def test_semantic_sanity(embedder):
     q, near, far = await embedder.embed(
         ["How do I reset my password?", "I forgot my login password", "The cat sat on the mat"]

@@ -22,7 +22,7 @@ from pymemory import (
     time_window,
 )
 from pymemory.retrieval.pipeline import format_line
-from pymemory.retrieval.strategies import DECAY_FLOOR
+from pymemory.retrieval.strategies import DECAY_BY_TYPE, FEEDBACK_LIKED
 from pymemory.storage import MapKv, SqliteKv
 
 
@@ -119,14 +119,21 @@ async def test_empty_query_ranks_by_recency(memory, clock):
 
 
 async def test_decay_ranks_old_lower_but_keeps_it(memory, clock):
-    old = await memory.add("deploy checklist for the api server")
+    old = await memory.add("deploy checklist for the api server", type="tool_result")
+    old_msg = await memory.add("deploy checklist for the api server")
     clock.advance(60 * DAY)
-    new = await memory.add("deploy checklist for the api server")
+    new = await memory.add("deploy checklist for the api server", type="tool_result")
     result = await memory.retrieve("deploy checklist", trace=True)
-    assert result.items == [new, old]  # old is still there
     rows = {c.id: c for c in result.trace}
+    # Tool results go stale: the old one sinks to its type's floor but stays retrievable.
+    _, floor = DECAY_BY_TYPE["tool_result"]
+    assert rows[old.id].decay == pytest.approx(floor, abs=0.01)
     assert rows[old.id].decay < rows[new.id].decay
-    assert rows[old.id].decay == pytest.approx(DECAY_FLOOR, abs=0.01)
+    assert [i.id for i in result.items].index(new.id) < [i.id for i in result.items].index(old.id)
+    # What was said (a message) does not fade by default.
+    assert rows[old_msg.id].decay == 1.0 and DECAY_BY_TYPE["message"] == (None, 1.0)
+    uniform = await memory.retrieve("deploy checklist", time_decay(24, floor=0.3), trace=True)
+    assert {c.id: round(c.decay, 2) for c in uniform.trace}[old_msg.id] == 0.3
     no_decay = await memory.retrieve("deploy checklist", time_decay(None), trace=True)
     assert {c.decay for c in no_decay.trace} == {1.0}
 
@@ -137,7 +144,7 @@ async def test_feedback_weight_and_batching(memory):
     await memory.feedback(b.id, "liked")
     result = await memory.retrieve("indentation", trace=True)
     assert result.items[0].id == b.id
-    assert {c.id: c.feedback_weight for c in result.trace} == {a.id: 1.0, b.id: 5.0}
+    assert {c.id: c.feedback_weight for c in result.trace} == {a.id: 1.0, b.id: FEEDBACK_LIKED}
     # Queued, not yet in the store.
     raw = json.loads(await memory.kv.get("mem:" + b.id))
     assert raw["feedback"]["liked"] == 0

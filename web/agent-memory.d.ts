@@ -14,6 +14,7 @@ export type CutReason =
   | "type"
   | "time_window"
   | "tag"
+  | "below_floor"
   | "zero_weight"
   | "max_items"
   | "token_budget";
@@ -88,9 +89,24 @@ export type Strategy =
   | { kind: "by_tag"; tags: string[]; match?: "any" | "all" }
   | { kind: "by_type"; types: MemoryType[] }
   | { kind: "by_scope"; scopes: Scope[] }
-  | { kind: "time_decay"; half_life_hours?: number | null; floor?: number }
+  | {
+      kind: "time_decay";
+      half_life_hours?: number | null;
+      floor?: number;
+      by_type?: Partial<Record<MemoryType, { half_life_hours?: number | null; floor?: number }>>;
+      query_window?: number;
+    }
   | { kind: "feedback_weight"; liked?: number; disliked?: number; important?: number }
-  | { kind: "fusion"; k?: number; lexical?: number; dense?: number; depth?: number }
+  | {
+      kind: "fusion";
+      method?: "score" | "rrf";
+      k?: number;
+      lexical?: number;
+      dense?: number;
+      power?: number;
+      depth?: number;
+    }
+  | { kind: "relevance_floor"; min_dense?: number; min_lexical?: number }
   | { kind: "compose"; strategies: Strategy[] };
 
 export type StrategyPreset = "recent-5" | "all" | "by-tag" | "custom";
@@ -102,14 +118,47 @@ export declare const strategies: {
   byTag(tags: string | string[], opts?: { match?: "any" | "all" }): Strategy;
   byType(...types: MemoryType[] | [MemoryType[]]): Strategy;
   byScope(...scopes: Scope[] | [Scope[]]): Strategy;
-  timeDecay(opts?: { halfLifeHours?: number | null; floor?: number }): Strategy;
+  /** Per-type decay by default (messages and preferences do not fade, tool results do);
+   * halfLifeHours and/or floor set one decay for every type, byType overrides single
+   * types; queryWindow lifts memories inside a span the query names ("last weekend"). */
+  timeDecay(opts?: {
+    halfLifeHours?: number | null;
+    floor?: number;
+    byType?: Partial<Record<MemoryType, { halfLifeHours?: number | null; floor?: number }>>;
+    queryWindow?: number;
+  }): Strategy;
   feedbackWeight(opts?: { liked?: number; disliked?: number; important?: number }): Strategy;
-  /** How BM25 and dense rankings are fused once an embedder is loaded (RRF). */
-  fusion(opts?: { k?: number; lexical?: number; dense?: number; depth?: number }): Strategy;
+  /** How relevance is made from BM25 and the embedding once an embedder is loaded:
+   * "score" (default) = dense * cosine + lexical * share ** power; "rrf" = rank fusion. */
+  fusion(opts?: {
+    method?: "score" | "rrf";
+    k?: number;
+    lexical?: number;
+    dense?: number;
+    power?: number;
+    depth?: number;
+  }): Strategy;
+  /** Leave out memories below both thresholds (cosine, BM25 share); 0 and 0 turn it off. */
+  relevanceFloor(opts?: { minDense?: number; minLexical?: number }): Strategy;
   compose(...parts: Strategy[] | [Strategy[]]): Strategy;
 };
 
-export interface ScoredMemory {
+/** score = relevance × decay × feedbackWeight × timeMatch; relevance = densePart +
+ * lexicalPart (hybrid: cosine and BM25 share squared; bm25 mode: the share; recency: 1). */
+export interface ScoreParts {
+  score: number;
+  relevance: number;
+  densePart: number;
+  lexicalPart: number;
+  /** the raw BM25 score */
+  bm25: number;
+  decay: number;
+  feedbackWeight: number;
+  /** the lift for a memory inside the time span the query names (1 otherwise) */
+  timeMatch: number;
+}
+
+export interface ScoredMemory extends ScoreParts {
   item: MemoryItem;
   score: number;
   bm25: number;
@@ -124,7 +173,7 @@ export interface ScoredMemory {
   condensed: boolean;
 }
 
-export interface Candidate {
+export interface Candidate extends ScoreParts {
   id: string;
   type: MemoryType;
   timestamp: number;
@@ -141,7 +190,7 @@ export interface Candidate {
 
 export interface Retrieval {
   query: string;
-  /** "hybrid" once an embedder is loaded (BM25 + dense, RRF), "bm25" before, "recency"
+  /** "hybrid" once an embedder is loaded (BM25 and dense fused), "bm25" before, "recency"
    * for an empty query */
   mode: "bm25" | "hybrid" | "recency";
   memories: ScoredMemory[];
@@ -154,6 +203,8 @@ export interface Retrieval {
   trace: Candidate[] | null;
   /** e.g. why dense retrieval did not take part */
   notes: string[];
+  /** [startMs, endMs] of a time span the query names ("last weekend"), else null */
+  window: [number, number] | null;
 }
 
 export interface RetrieveOptions {

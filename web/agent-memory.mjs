@@ -30,11 +30,30 @@ export const strategies = Object.freeze({
   byType: (...types) => ({ kind: "by_type", types: list(types) }),
   byScope: (...scopes) => ({ kind: "by_scope", scopes: list(scopes) }),
   // Options left out take the core's defaults (pymemory.retrieval.strategies), kept in one place.
-  timeDecay: ({ halfLifeHours, floor } = {}) =>
-    given({ kind: "time_decay", half_life_hours: halfLifeHours, floor }),
+  // timeDecay() keeps the per-type defaults; halfLifeHours and/or floor set one decay for
+  // every type; byType overrides single types: { tool_result: { halfLifeHours: 6 } }.
+  timeDecay: ({ halfLifeHours, floor, byType, queryWindow } = {}) =>
+    given({
+      kind: "time_decay",
+      half_life_hours: halfLifeHours,
+      floor,
+      by_type:
+        byType === undefined
+          ? undefined
+          : Object.fromEntries(
+              Object.entries(byType).map(([type, rule]) => [
+                type,
+                given({ half_life_hours: rule?.halfLifeHours, floor: rule?.floor }),
+              ]),
+            ),
+      query_window: queryWindow,
+    }),
   feedbackWeight: ({ liked, disliked, important } = {}) =>
     given({ kind: "feedback_weight", liked, disliked, important }),
-  fusion: ({ k, lexical, dense, depth } = {}) => given({ kind: "fusion", k, lexical, dense, depth }),
+  fusion: ({ method, k, lexical, dense, power, depth } = {}) =>
+    given({ kind: "fusion", method, k, lexical, dense, power, depth }),
+  relevanceFloor: ({ minDense, minLexical } = {}) =>
+    given({ kind: "relevance_floor", min_dense: minDense, min_lexical: minLexical }),
   compose: (...parts) => ({ kind: "compose", strategies: list(parts) }),
 });
 

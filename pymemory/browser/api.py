@@ -62,13 +62,18 @@ def item_js(item: MemoryItem) -> dict[str, Any]:
 
 
 def _scores_js(x: ScoredMemory | Candidate) -> dict[str, Any]:
-    """The ranking factors a scored memory and a trace row share."""
+    """The ranking factors a scored memory and a trace row share: ``score = relevance x
+    decay x feedbackWeight x timeMatch``, ``relevance = densePart + lexicalPart``."""
     return {
         "score": x.score,
+        "relevance": x.relevance,
+        "densePart": x.dense_part,
+        "lexicalPart": x.lexical_part,
         "bm25": x.bm25,
         "dense": x.dense,
         "decay": x.decay,
         "feedbackWeight": x.feedback_weight,
+        "timeMatch": x.time_match,
         "tokens": x.tokens,
         "condensed": x.condensed,
     }
@@ -101,6 +106,7 @@ def retrieval_js(r: Retrieval) -> dict[str, Any]:
         "tokenCounter": r.token_counter,
         "trace": None if r.trace is None else [candidate_js(c) for c in r.trace],
         "notes": list(r.notes),
+        "window": None if r.window is None else list(r.window),
     }
 
 

@@ -7,7 +7,9 @@ What happens:
 
 1. A fresh :class:`~pymemory.Memory` over a :class:`~pymemory.storage.MapKv`, with a clock the
    harness controls, receives every turn of the suite through ``add_many`` with the
-   turn's timestamp (one memory per turn; ``metadata.turn`` keeps the suite's turn id).
+   turn's timestamp (one memory per turn; ``metadata.turn`` keeps the suite's turn id,
+   ``metadata.speaker`` who said it). A suite of several conversations gets one Memory
+   per conversation, and each question is asked of its own conversation's Memory.
 2. For ``dense`` and ``hybrid`` the embedder is attached to that Memory, which embeds
    every turn's text into its vector store (the same path an app takes). ``bm25`` and
    ``hybrid`` are then ``Memory.retrieve`` itself, ``dense`` the vectors alone.
@@ -33,6 +35,12 @@ Metrics (``k`` = 10 by default; gold = the question's gold turns):
   means some threshold separates them perfectly, 0.5 means the top score says nothing.
   It needs a retriever with ``search_scored``; a question with no result scores -inf.
   Recall and MRR are computed over answerable questions only.
+* **Abstained / empty**: the share of unanswerable questions that got no result at all
+  (retrieval injected nothing), against the share of answerable ones that got nothing
+  (recall given up by the relevance floor).
+
+Reports break results down per category, per match kind and per split (a suite's
+``tune`` and ``heldout`` questions).
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -52,7 +60,7 @@ from ..retrieval.strategies import Strategy
 from ..retrieval.tokens import HeuristicTokenCounter
 from ..storage import MapKv
 from .retrievers import DenseRetriever, MemoryRetriever, Retriever
-from .suites import ABSTENTION, Question, Suite, load_suite
+from .suites import Question, Suite, Turn, load_suite
 
 __all__ = [
     "KS",
@@ -93,6 +101,7 @@ class QuestionResult:
     rank: int | None  # 1-based rank of the first gold turn in ``ranked``
     recall: dict[int, float] | None  # n -> fraction of gold in the top n (None: abstention)
     latency_ms: float
+    split: str | None = None
 
     @property
     def top_score(self) -> float:
@@ -110,6 +119,8 @@ class Metrics:
     p50_ms: float
     p95_ms: float
     abstention_auroc: float | None = None
+    abstained: float | None = None  # unanswerable questions with no result at all
+    empty: float | None = None  # answerable questions with no result at all
 
 
 @dataclass(frozen=True)
@@ -125,10 +136,11 @@ class Report:
     categories: dict[str, Metrics]
     by_match: dict[str, Metrics]
     results: tuple[QuestionResult, ...]
+    by_split: dict[str, Metrics] = field(default_factory=dict)
 
     def to_dict(self, *, results: bool = False) -> dict[str, Any]:
         out = asdict(self)
-        for group in ("categories", "by_match"):
+        for group in ("categories", "by_match", "by_split"):
             out[group] = {name: asdict(m) for name, m in getattr(self, group).items()}
         if results:
             out["results"] = [asdict(r) for r in self.results]
@@ -166,12 +178,14 @@ def _metrics(results: Sequence[QuestionResult], *, with_auroc: bool) -> Metrics:
     if answerable:
         recall = {n: float(np.mean([r.recall[n] for r in answerable])) for n in KS}  # type: ignore[index]
         mrr = float(np.mean([1.0 / r.rank if r.rank else 0.0 for r in answerable]))
+    unanswerable = [r for r in results if r.recall is None]
     auc = None
     if with_auroc and all(r.scores is not None for r in results):
-        auc = auroc(
-            [r.top_score for r in answerable],
-            [r.top_score for r in results if r.recall is None],
-        )
+        auc = auroc([r.top_score for r in answerable], [r.top_score for r in unanswerable])
+    abstained = (
+        float(np.mean([not r.ranked for r in unanswerable])) if unanswerable else None
+    )
+    empty = float(np.mean([not r.ranked for r in answerable])) if answerable else None
     return Metrics(
         n=len(results),
         answerable=len(answerable),
@@ -180,6 +194,8 @@ def _metrics(results: Sequence[QuestionResult], *, with_auroc: bool) -> Metrics:
         p50_ms=float(np.percentile(lat, 50)) if lat.size else 0.0,
         p95_ms=float(np.percentile(lat, 95)) if lat.size else 0.0,
         abstention_auroc=auc,
+        abstained=abstained,
+        empty=empty,
     )
 
 
@@ -202,47 +218,77 @@ def _score(question: Question, ranked: list[str], k: int) -> tuple[int | None, d
 
 
 @dataclass
+class LoadedConversation:
+    """One conversation's turns in a fresh Memory."""
+
+    name: str
+    memory: Memory
+    turn_of: dict[str, str]  # memory id -> turn id
+
+
+@dataclass
 class LoadedSuite:
-    """A suite's turns in a fresh Memory (with vectors when an embedder is attached)."""
+    """A suite's turns in fresh Memories, one per conversation (with vectors when an
+    embedder is attached)."""
 
     suite: Suite
-    memory: Memory
+    conversations: dict[str, LoadedConversation]
     clock: _Clock
-    turn_of: dict[str, str]  # memory id -> turn id
     index_ms: float  # adding the turns (and embedding them)
 
+    @property
+    def memory(self) -> Memory:
+        """The Memory of a one-conversation suite."""
+        if len(self.conversations) != 1:
+            raise ValidationError("this suite has several conversations: use .conversations")
+        return next(iter(self.conversations.values())).memory
+
+    @property
+    def turn_of(self) -> dict[str, str]:
+        return {k: v for c in self.conversations.values() for k, v in c.turn_of.items()}
+
     async def close(self) -> None:
-        await self.memory.close()
+        for c in self.conversations.values():
+            await c.memory.close()
+
+
+def turn_entry(turn: Turn) -> dict[str, Any]:
+    """The ``add_many`` entry of one turn: its text, timestamp and where it came from."""
+    metadata: dict[str, Any] = {
+        "source": "eval", "turn": turn.id, "session": turn.session, "role": turn.role,
+    }  # fmt: skip
+    if turn.speaker is not None:
+        metadata["speaker"] = turn.speaker
+    return {"text": turn.text, "timestamp": turn.timestamp, "metadata": metadata}
 
 
 async def load(
     suite: Suite | str, embedder: Embedder | None = None, *, dtype: str = "int8"
 ) -> LoadedSuite:
-    """Add every turn of ``suite`` to a fresh Memory over MapKv, one memory per turn with
-    the turn's timestamp; with ``embedder``, attach it and wait until every turn is
-    embedded (so retrieval is hybrid)."""
+    """Add every turn of ``suite`` to fresh Memories over MapKv (one per conversation),
+    one memory per turn with the turn's timestamp; with ``embedder``, attach it and wait
+    until every turn is embedded (so retrieval is hybrid)."""
     if isinstance(suite, str):
         suite = load_suite(suite)
     clock = _Clock(max((t.timestamp for t in suite.turns), default=0))
     started = time.perf_counter()
-    memory = await Memory.open(MapKv(), clock=clock)
+    loaded: dict[str, LoadedConversation] = {}
     try:
-        items = await memory.add_many(
-            {
-                "text": t.text,
-                "timestamp": t.timestamp,
-                "metadata": {"source": "eval", "turn": t.id, "session": t.session, "role": t.role},
-            }
-            for t in suite.turns
-        )
-        if embedder is not None:
-            await memory.attach_embedder(embedder, vector_dtype=dtype)  # type: ignore[arg-type]
-            await memory.embed_idle()
+        for name in suite.conversations or ("",):
+            turns = [t for t in suite.turns if t.conversation == name]
+            memory = await Memory.open(MapKv(), clock=clock)
+            loaded[name] = LoadedConversation(name, memory, {})
+            items = await memory.add_many(turn_entry(t) for t in turns)
+            loaded[name].turn_of = {i.id: t.id for i, t in zip(items, turns, strict=True)}
+            if embedder is not None:
+                await memory.attach_embedder(embedder, vector_dtype=dtype)  # type: ignore[arg-type]
+        for c in loaded.values():
+            await c.memory.embed_idle()
     except BaseException:
-        await memory.close()
+        for c in loaded.values():
+            await c.memory.close()
         raise
-    turn_of = {item.id: turn.id for item, turn in zip(items, suite.turns, strict=True)}
-    return LoadedSuite(suite, memory, clock, turn_of, (time.perf_counter() - started) * 1000)
+    return LoadedSuite(suite, loaded, clock, (time.perf_counter() - started) * 1000)
 
 
 def make_retriever(
@@ -261,21 +307,44 @@ def make_retriever(
     return MemoryRetriever(memory, strategy)
 
 
-async def evaluate(loaded: LoadedSuite, retriever: Retriever, *, k: int = 10) -> Report:
-    """Ask every question of the loaded suite (the clock set to its ``asked_at``)."""
+async def evaluate(
+    loaded: LoadedSuite,
+    retriever: Retriever | RetrieverFactory,
+    *,
+    k: int = 10,
+    split: str | None = None,
+) -> Report:
+    """Ask every question of the loaded suite (the clock set to its ``asked_at``), each
+    of its own conversation's Memory. ``retriever`` is a Retriever (one-conversation
+    suites) or a factory ``(memory) -> Retriever``. ``split`` asks only that split."""
     _check_k(k)
     suite, clock = loaded.suite, loaded.clock
-    scored = hasattr(retriever, "search_scored")
+    if split is not None and split not in suite.splits:
+        known = ", ".join(suite.splits) or "none"
+        raise ValidationError(f"suite {suite.name} has no split {split!r} (splits: {known})")
+    if isinstance(retriever, Retriever):
+        if len(loaded.conversations) != 1:
+            raise ValidationError("a suite of several conversations needs a retriever factory")
+        retrievers = {name: retriever for name in loaded.conversations}
+    else:
+        retrievers = {name: retriever(c.memory) for name, c in loaded.conversations.items()}
+    questions = [q for q in suite.questions if split is None or q.split == split]
     results = []
-    for q in suite.questions:
+    name = "custom"
+    for q in questions:
+        r = retrievers[q.conversation]
+        name = getattr(r, "name", "custom")
+        turn_of = loaded.conversations[q.conversation].turn_of
         clock.now = q.asked_at
         t0 = time.perf_counter()
-        if scored:
-            hits = await retriever.search_scored(q.text, k, q.asked_at)  # type: ignore[attr-defined]
+        if hasattr(r, "search_scored"):
+            hits = await r.search_scored(q.text, k, q.asked_at)  # type: ignore[attr-defined]
+            scored = True
         else:
-            hits = [(id, math.nan) for id in await retriever.search(q.text, k, q.asked_at)]
+            hits = [(id, math.nan) for id in await r.search(q.text, k, q.asked_at)]
+            scored = False
         latency = (time.perf_counter() - t0) * 1000
-        ranked = [loaded.turn_of.get(id, id) for id, _ in hits[:k]]
+        ranked = [turn_of.get(id, id) for id, _ in hits[:k]]
         rank, recall = _score(q, ranked, k)
         results.append(
             QuestionResult(
@@ -288,29 +357,35 @@ async def evaluate(loaded: LoadedSuite, retriever: Retriever, *, k: int = 10) ->
                 rank=rank,
                 recall=recall,
                 latency_ms=latency,
+                split=q.split,
             )
         )
     counter = HeuristicTokenCounter()
-    has_abstention = any(not q.gold for q in suite.questions)
+    has_abstention = any(not q.gold for q in questions)
     overall = _metrics(results, with_auroc=has_abstention)
     categories = {
         c: _metrics([r for r in results if r.category == c], with_auroc=False)
         for c in suite.categories
     }
-    if has_abstention and ABSTENTION in categories:
+    if has_abstention:
         # One AUROC: every answerable question against the unanswerable ones.
-        categories[ABSTENTION] = replace(
-            categories[ABSTENTION], abstention_auroc=overall.abstention_auroc
-        )
+        for c in suite.abstention:
+            if c in categories:
+                categories[c] = replace(categories[c], abstention_auroc=overall.abstention_auroc)
     matches = sorted({r.match for r in results if r.recall is not None})
     by_match = {
         m: _metrics([r for r in results if r.match == m and r.recall is not None], with_auroc=False)
         for m in matches
     }
-    embedder = loaded.memory.embedder
+    by_split = {
+        sp: _metrics([r for r in results if r.split == sp], with_auroc=has_abstention)
+        for sp in suite.splits
+        if split is None and any(r.split == sp for r in results)
+    }
+    embedder = next(iter(loaded.conversations.values())).memory.embedder
     return Report(
         suite=suite.name,
-        retriever=getattr(retriever, "name", "custom"),
+        retriever=name,
         embedder=None if embedder is None else embedder.name,
         k=k,
         turns=len(suite.turns),
@@ -320,6 +395,7 @@ async def evaluate(loaded: LoadedSuite, retriever: Retriever, *, k: int = 10) ->
         categories=categories,
         by_match=by_match,
         results=tuple(results),
+        by_split=by_split,
     )
 
 
@@ -331,8 +407,9 @@ async def run_suite(
     k: int = 10,
     strategy: Strategy | Mapping[str, Any] | None = None,
     dtype: str = "int8",
+    split: str | None = None,
 ) -> Report:
-    """Load ``suite`` into a fresh Memory, ask every question, and measure.
+    """Load ``suite`` into fresh Memories, ask every question (of ``split``), and measure.
 
     ``retriever`` is ``"bm25"``, ``"dense"``, ``"hybrid"``, or a factory
     ``(memory) -> Retriever`` (to evaluate a new ranking). ``embedder`` (default: a
@@ -350,10 +427,11 @@ async def run_suite(
     loaded = await load(suite, embedder, dtype=dtype)
     try:
         if isinstance(retriever, str):
-            r = make_retriever(retriever, loaded.memory, strategy=strategy)
+            name = retriever
+            factory: RetrieverFactory = lambda m: make_retriever(name, m, strategy=strategy)  # noqa: E731
         else:
-            r = retriever(loaded.memory)
-        return await evaluate(loaded, r, k=k)
+            factory = retriever
+        return await evaluate(loaded, factory, k=k, split=split)
     finally:
         await loaded.close()
 
@@ -364,11 +442,13 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 REPORT_HEADERS = (
     "retriever", "group", "n", "R@1", "R@5", "R@10", "MRR", "p50 ms", "p95 ms", "AUROC",
+    "abstain",
 )  # fmt: skip
 
 
 def report_rows(report: Report) -> list[list[str]]:
-    """Table rows (see :data:`REPORT_HEADERS`): each category, each match kind, overall."""
+    """Table rows (see :data:`REPORT_HEADERS`): each category, each match kind, each
+    split, overall. ``abstain`` is the share of unanswerable questions that got nothing."""
 
     def row(group: str, m: Metrics) -> list[str]:
         r = m.recall or {}
@@ -383,9 +463,11 @@ def report_rows(report: Report) -> list[list[str]]:
             _fmt(m.p50_ms, 2),
             _fmt(m.p95_ms, 2),
             _fmt(m.abstention_auroc),
+            _fmt(m.abstained),
         ]
 
     rows = [row(name, m) for name, m in report.categories.items()]
     rows += [row(f"match: {name}", m) for name, m in report.by_match.items()]
+    rows += [row(f"split: {name}", m) for name, m in report.by_split.items()]
     rows.append(row("overall", report.overall))
     return rows

@@ -5,10 +5,11 @@ The harness only needs ``search(query, k, now_ms) -> ids``; each retriever here 
 abstention (how well the top score separates answerable questions from unanswerable
 ones).
 
-* :class:`MemoryRetriever` is ``Memory.retrieve`` itself, the ranking an app gets: BM25 x
-  time decay x feedback, or, once an embedder is attached to the Memory, the BM25 and
-  dense rankings fused by RRF (``pymemory.retrieval.strategies.fusion``). The harness names it
-  ``bm25`` or ``hybrid`` accordingly.
+* :class:`MemoryRetriever` is ``Memory.retrieve`` itself, the ranking an app gets:
+  relevance x decay x feedback x time match, where relevance is BM25's share of the query
+  or, once an embedder is attached to the Memory, that fused with the cosine
+  (``pymemory.retrieval.strategies.fusion``). The harness names it ``bm25`` or ``hybrid``
+  accordingly.
 * :class:`DenseRetriever` is the pure semantic signal: cosine similarity between the
   query's embedding and the stored vectors, no decay, no feedback, no filters.
 """

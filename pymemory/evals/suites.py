@@ -5,10 +5,16 @@ a ``kind``:
 
 ``{"kind": "suite", "name": ..., "version": 1, "description": ..., "categories": [...]}``
     The first line. ``categories`` lists the question categories in display order.
+    Optional: ``abstention``, the categories whose questions have no answer in memory
+    (default ``["abstention"]``); ``splits``, the names questions may be split into
+    (e.g. ``["tune", "heldout"]``); ``conversations``, free-form notes per conversation.
 
 ``{"kind": "turn", "id": "s07.3", "session": "s07", "role": "user", "at": ISO, "text": ...}``
     One conversation turn; each becomes one memory. ``at`` is an ISO 8601 date-time
-    with an offset (``2026-02-03T19:05:00Z``).
+    with an offset (``2026-02-03T19:05:00Z``). ``role`` is ``user`` or ``assistant``
+    (default ``user``). Optional: ``speaker``, the name of who said it (two-person
+    chats); ``conversation``, which conversation the turn belongs to: each conversation
+    is loaded into a Memory of its own (default: one conversation for the whole suite).
 
 ``{"kind": "question", "id": "q12", "category": ..., "asked_at": ISO, "text": ...,
 "gold": [evidence, ...], "match": "paraphrase" | "exact" | "mixed", "depth": 0.5}``
@@ -16,7 +22,10 @@ a ``kind``:
     of evidence the answer needs, all of them (multi-session questions have several).
     A piece is a turn id, or a list of turn ids any one of which carries it (when two
     turns state the same fact). An empty ``gold`` marks a question with no answer in
-    memory (abstention); the harness scores those separately. ``match``
+    memory (the abstention categories, and only they); the harness scores those
+    separately. Optional: ``conversation`` (the one it is asked of; its gold turns
+    must be in it), ``split`` (one of the header's ``splits``), ``answer`` (for
+    readers; the harness scores retrieval, not answers). ``match``
     says how the question relates to its gold turns: ``exact`` shares a rare token
     (a name, a number, a code) with them, ``paraphrase`` shares no content word that
     points at them, ``mixed`` is in between. ``depth`` (long-context-recall only) is the
@@ -39,6 +48,16 @@ The two suites:
     ``nNN``) elsewhere in the day: the same kind of fact about another person, place or
     thing (for the key-based needles, a different key), or about the same thing in a
     context the question rules out, so that finding the topic is not enough.
+
+``long-conversations``
+    Ten long chats between two friends (26-32 dated sessions over five to ten months,
+    430-545 turns each, one memory per turn), 612 questions in seven categories
+    (single-hop, multi-hop, temporal, open-domain, knowledge-update, and two kinds with
+    no answer: adversarial, which asks one friend about the other's fact, and
+    unanswerable, a topic never discussed), most worded apart from their evidence.
+    Conversations 0-5 are the ``tune`` split, 6-9 the ``heldout`` split (other people,
+    names, titles and question wordings). Written by a seeded generator,
+    ``benchmarks/make_conversations.py``.
 
 All text was written for pymemory; none is taken from LongMemEval, LoCoMo or other
 benchmarks.
@@ -69,9 +88,10 @@ __all__ = [
 SUITES: dict[str, str] = {
     "multi-turn-memory": "multi_turn_memory.jsonl",
     "long-context-recall": "long_context_recall.jsonl",
+    "long-conversations": "long_conversations.jsonl",
 }
 
-#: The category whose questions have no answer in memory.
+#: The category whose questions have no answer in memory (unless a suite names others).
 ABSTENTION = "abstention"
 
 MATCH_KINDS = ("exact", "paraphrase", "mixed")
@@ -84,6 +104,8 @@ class Turn:
     role: str
     timestamp: int  # epoch ms
     text: str
+    speaker: str | None = None
+    conversation: str = ""
 
 
 @dataclass(frozen=True)
@@ -95,6 +117,9 @@ class Question:
     gold: tuple[tuple[str, ...], ...]  # evidence pieces, each satisfied by any of its turns
     match: str = "mixed"
     depth: float | None = None
+    conversation: str = ""
+    split: str | None = None
+    answer: str | None = None
 
     @property
     def answerable(self) -> bool:
@@ -114,11 +139,19 @@ class Suite:
     turns: tuple[Turn, ...]
     questions: tuple[Question, ...]
     version: int = 1
+    abstention: tuple[str, ...] = (ABSTENTION,)
+    splits: tuple[str, ...] = ()
     turn_index: dict[str, Turn] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.turn_index:
             object.__setattr__(self, "turn_index", {t.id: t for t in self.turns})
+
+    @property
+    def conversations(self) -> tuple[str, ...]:
+        """The conversation names, in order of first appearance ("" for a one-conversation
+        suite)."""
+        return tuple(dict.fromkeys(t.conversation for t in self.turns))
 
     def __repr__(self) -> str:
         return f"Suite({self.name!r}, turns={len(self.turns)}, questions={len(self.questions)})"
@@ -143,6 +176,20 @@ def _str(record: dict, key: str, where: str) -> str:
     return value
 
 
+def _opt_str(record: dict, key: str, where: str) -> str | None:
+    value = record.get(key)
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ValidationError(f"{where}: {key!r} must be a non-empty string")
+    return value
+
+
+def _names(record: dict, key: str, where: str, default: list[str]) -> tuple[str, ...]:
+    value = record.get(key, default)
+    if not isinstance(value, list) or not all(isinstance(c, str) and c for c in value):
+        raise ValidationError(f"{where}: {key!r} must be a list of strings")
+    return tuple(value)
+
+
 def _gold(value: object, where: str) -> tuple[tuple[str, ...], ...]:
     error = f"{where}: 'gold' must be a list of turn ids or of non-empty lists of turn ids"
     if not isinstance(value, list):
@@ -163,6 +210,8 @@ def _gold(value: object, where: str) -> tuple[tuple[str, ...], ...]:
 def parse_suite(lines: Iterable[str], *, source: str = "<suite>") -> Suite:
     """Parse and check a suite file; ValidationError names the line of any problem."""
     header: dict | None = None
+    abstain: tuple[str, ...] = (ABSTENTION,)
+    splits: tuple[str, ...] = ()
     turns: list[Turn] = []
     questions: list[Question] = []
     seen: set[str] = set()
@@ -183,6 +232,11 @@ def parse_suite(lines: Iterable[str], *, source: str = "<suite>") -> Suite:
             cats = record.get("categories")
             if not isinstance(cats, list) or not cats or not all(isinstance(c, str) for c in cats):
                 raise ValidationError(f"{where}: 'categories' must be a list of strings")
+            abstain = _names(record, "abstention", where, [ABSTENTION])
+            unknown = [c for c in abstain if c not in cats and c != ABSTENTION]
+            if unknown:
+                raise ValidationError(f"{where}: abstention names unknown categories {unknown}")
+            splits = _names(record, "splits", where, [])
             header = record
             continue
         if kind == "turn":
@@ -190,7 +244,7 @@ def parse_suite(lines: Iterable[str], *, source: str = "<suite>") -> Suite:
             if tid in seen:
                 raise ValidationError(f"{where}: duplicate id {tid!r}")
             seen.add(tid)
-            role = _str(record, "role", where)
+            role = record.get("role", "user")
             if role not in ("user", "assistant"):
                 raise ValidationError(f"{where}: role must be 'user' or 'assistant'")
             turns.append(
@@ -200,6 +254,8 @@ def parse_suite(lines: Iterable[str], *, source: str = "<suite>") -> Suite:
                     role,
                     _ms(record.get("at"), where),
                     _str(record, "text", where),
+                    _opt_str(record, "speaker", where),
+                    _opt_str(record, "conversation", where) or "",
                 )
             )
         elif kind == "question":
@@ -211,10 +267,13 @@ def parse_suite(lines: Iterable[str], *, source: str = "<suite>") -> Suite:
             if category not in header["categories"]:
                 raise ValidationError(f"{where}: unknown category {category!r}")
             gold = _gold(record.get("gold"), where)
-            if (category == ABSTENTION) != (not gold):
+            if (category in abstain) != (not gold):
                 raise ValidationError(
                     f"{where}: abstention questions (and only they) have an empty gold list"
                 )
+            split = _opt_str(record, "split", where)
+            if split is not None and split not in splits:
+                raise ValidationError(f"{where}: split {split!r} is not in the header's splits")
             match = record.get("match", "mixed")
             if match not in MATCH_KINDS:
                 raise ValidationError(f"{where}: match must be one of {', '.join(MATCH_KINDS)}")
@@ -231,17 +290,28 @@ def parse_suite(lines: Iterable[str], *, source: str = "<suite>") -> Suite:
                     gold,
                     match,
                     None if depth is None else float(depth),
+                    _opt_str(record, "conversation", where) or "",
+                    split,
+                    _opt_str(record, "answer", where),
                 )
             )
         else:
             raise ValidationError(f"{where}: unknown kind {kind!r}")
     if header is None:
         raise ValidationError(f"{source}: empty suite file")
-    turn_ids = {t.id for t in turns}
+    conversation_of = {t.id: t.conversation for t in turns}
+    conversations = set(conversation_of.values())
     for q in questions:
-        missing = [g for g in q.gold_ids if g not in turn_ids]
+        missing = [g for g in q.gold_ids if g not in conversation_of]
         if missing:
             raise ValidationError(f"{source}: question {q.id} cites unknown turns {missing}")
+        if q.conversation not in conversations:
+            raise ValidationError(f"{source}: question {q.id} asks unknown conversation")
+        elsewhere = [g for g in q.gold_ids if conversation_of[g] != q.conversation]
+        if elsewhere:
+            raise ValidationError(
+                f"{source}: question {q.id} cites turns of another conversation {elsewhere}"
+            )
     return Suite(
         name=_str(header, "name", f"{source}:1"),
         description=str(header.get("description", "")),
@@ -249,6 +319,8 @@ def parse_suite(lines: Iterable[str], *, source: str = "<suite>") -> Suite:
         turns=tuple(turns),
         questions=tuple(questions),
         version=int(header.get("version", 1)),
+        abstention=abstain,
+        splits=splits,
     )
 
 

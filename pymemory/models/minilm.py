@@ -6,8 +6,11 @@ Three separate, testable steps (as in transformers.js), the same in CPython and 
    truncated to ``max_length`` (256, the model's limit) keeping the final ``[SEP]``, no
    padding;
 2. run the model through an :class:`~pymemory.models.runtime.InferenceRuntime` (onnxruntime in
-   CPython, onnxruntime-web in the browser) on batches padded to the batch's longest
-   sequence, with the attention mask marking the real tokens;
+   CPython, onnxruntime-web in the browser) on batches of similar length: the texts of a
+   call are sorted by token count and cut into batches of at most ``batch_size`` rows
+   and ``max_batch_tokens`` padded token slots (:meth:`MiniLmEmbedder.plan_batches`), each
+   padded to its longest row with the attention mask marking the real tokens; the input
+   arrays of one call are views of one buffer, reused from batch to batch;
 3. mean-pool ``last_hidden_state`` over the mask and L2-normalise, in numpy.
 
     embedder = await load_minilm()                      # CPython: .cache/models/minilm
@@ -66,8 +69,10 @@ class MiniLmEmbedder:
     ``runtime`` loads the model (``model_dir_or_url`` + ``config["file"]``) on the first
     :meth:`embed` (or an explicit :meth:`load`); the session is reused afterwards.
     ``tokenizer`` needs ``encode(text) -> list[int]`` adding ``[CLS]``/``[SEP]``; its own
-    padding, if any, is switched off. Texts are embedded in batches of ``batch_size``,
-    shortest first (less padding; the vectors do not depend on the batching).
+    padding, if any, is switched off. Texts are embedded shortest first in batches of at
+    most ``batch_size`` texts and ``max_batch_tokens`` padded token slots, so short texts
+    go in large batches and long ones in small batches, with little padding either way
+    (the vectors do not depend on the batching).
     """
 
     def __init__(
@@ -78,7 +83,8 @@ class MiniLmEmbedder:
         *,
         config: Mapping[str, Any] | None = None,
         max_length: int | None = None,
-        batch_size: int = 32,
+        batch_size: int = 64,
+        max_batch_tokens: int = 4096,
     ) -> None:
         cfg = {**MINILM_DEFAULTS, **(config or {})}
         model_max = int(cfg["max_length"])
@@ -88,6 +94,12 @@ class MiniLmEmbedder:
             raise ValidationError("max_length must be an int >= 2")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValidationError("batch_size must be an int >= 1")
+        if (
+            isinstance(max_batch_tokens, bool)
+            or not isinstance(max_batch_tokens, int)
+            or max_batch_tokens < 1
+        ):
+            raise ValidationError("max_batch_tokens must be an int >= 1")
         self.runtime = runtime
         self.location = os.fspath(model_dir_or_url)
         self.tokenizer = tokenizer
@@ -97,6 +109,7 @@ class MiniLmEmbedder:
         self.dim = int(cfg["dims"])
         self.max_length = min(max_length, model_max)
         self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
         self.pad_id = int(cfg["pad_token_id"])
         outputs = cfg.get("outputs")
         self.output_name = str(outputs[0]["name"] if outputs else cfg["output"])
@@ -190,15 +203,58 @@ class MiniLmEmbedder:
 
     # -- the Embedder protocol --------------------------------------------------------------
 
+    def plan_batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indices into ``lengths`` grouped into batches, shortest first: a batch grows
+        while it has fewer than ``batch_size`` rows and its padded size (rows x the
+        longest) stays within ``max_batch_tokens`` (a single longer text is a batch)."""
+        order = sorted(range(len(lengths)), key=lengths.__getitem__)
+        batches: list[list[int]] = []
+        current: list[int] = []
+        for i in order:
+            # Sorted ascending: lengths[i] is the longest of the batch if i joins it.
+            if current and (
+                len(current) >= self.batch_size
+                or (len(current) + 1) * lengths[i] > self.max_batch_tokens
+            ):
+                batches.append(current)
+                current = []
+            current.append(i)
+        if current:
+            batches.append(current)
+        return batches
+
     async def embed_ids(self, ids: Sequence[Sequence[int]]) -> np.ndarray:
         """Vectors for already tokenised texts (rows of :meth:`tokenize`)."""
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            feeds = self.batch_inputs([ids[i] for i in rows])
+        lengths = [len(row) for row in ids]
+        batches = self.plan_batches(lengths)
+        if not batches:
+            return out
+        # One buffer per input for the whole call; each batch uses a C-ordered view of
+        # its front (rows x longest), so no batch allocates (the await below finishes
+        # with a view before the next batch refills it).
+        slots = max(len(b) * lengths[b[-1]] for b in batches)
+        id_buf = np.empty(slots, dtype=np.int64)
+        mask_buf = np.empty(slots, dtype=np.int64)
+        type_buf = np.zeros(slots, dtype=np.int64)
+        for rows in batches:
+            longest = lengths[rows[-1]]
+            size = len(rows) * longest
+            input_ids = id_buf[:size].reshape(len(rows), longest)
+            mask = mask_buf[:size].reshape(len(rows), longest)
+            input_ids.fill(self.pad_id)
+            mask.fill(0)
+            for j, i in enumerate(rows):
+                n = lengths[i]
+                input_ids[j, :n] = ids[i]
+                mask[j, :n] = 1
+            feeds = {
+                "input_ids": input_ids,
+                "attention_mask": mask,
+                "token_type_ids": type_buf[:size].reshape(len(rows), longest),
+            }
             hidden = await self.forward(feeds)
-            out[rows] = self.pool(hidden, feeds["attention_mask"])
+            out[rows] = self.pool(hidden, mask)
         return out
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -221,7 +277,8 @@ async def load_minilm(
     model_dir: str | os.PathLike[str] | None = None,
     *,
     max_length: int | None = None,
-    batch_size: int = 32,
+    batch_size: int = 64,
+    max_batch_tokens: int = 4096,
     intra_op_threads: int | None = None,
     preload: bool = True,
 ) -> MiniLmEmbedder:
@@ -255,6 +312,7 @@ async def load_minilm(
         config=config,
         max_length=max_length,
         batch_size=batch_size,
+        max_batch_tokens=max_batch_tokens,
     )
     if preload:
         await embedder.load()

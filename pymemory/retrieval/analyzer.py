@@ -5,11 +5,19 @@ done on both sides and the two always meet.
 
 Pipeline, applied by :func:`analyze`:
 
-1. **Normalise.** Unicode NFKC (full-width letters and digits become ASCII, compatibility
-   ideographs become unified ones, half-width katakana becomes full-width), then
-   ``str.casefold`` (``"Straße"`` -> ``"strasse"``), then NFKC again because case folding
-   may leave a string that is no longer in NFKC. The typographic apostrophes ``’ ‘ ʼ``
-   are treated as ``'``.
+1. **Normalise** (:func:`normalize`). Unicode NFKC (full-width letters and digits become
+   ASCII, compatibility ideographs become unified ones, half-width katakana becomes
+   full-width), then ``str.casefold`` (``"Straße"`` -> ``"strasse"``, ``"İ"`` -> ``"i̇"``),
+   then **accent folding for matching**: the string is decomposed (NFKD) and the
+   combining marks that only decorate a letter are dropped: the generic diacritics
+   (U+0300-036F and their extensions: ``"é"`` -> ``"e"``, ``"İstanbul"`` ->
+   ``"istanbul"``, ``"Việt"`` -> ``"viet"``, ``"ά"`` -> ``"α"``), Hebrew points and Arabic
+   harakat. Marks that change the letter are kept: Indic and Thai vowel signs, and the
+   kana voicing marks (``"が"`` stays ``"が"``); Hangul syllables are recomposed. Letters
+   that do not decompose are folded too: ``ø ł đ ħ ı ŧ`` -> ``o l d h i t``, ``æ œ`` ->
+   ``ae oe``. The result is NFKC again. The typographic apostrophes ``’ ‘ ʼ`` are treated
+   as ``'``. Documents and queries go through the same steps, so ``"istanbul"`` finds
+   ``"İstanbul"`` and ``"ete"`` finds ``"e\u0301te"``.
 2. **Split** into two kinds of runs; everything else (whitespace, punctuation, symbols,
    emoji, ``_``) only separates tokens and is dropped:
 
@@ -55,6 +63,7 @@ __all__ = [
     "STOPWORDS",
     "analyze",
     "analyze_query",
+    "normalize",
     "stem",
 ]
 
@@ -207,9 +216,29 @@ def _word_term(word: str) -> str | None:
     return stem(word)
 
 
-def _normalize(text: str) -> str:
+# Combining marks dropped by accent folding: generic diacritics (and their extensions),
+# Hebrew points and cantillation, Arabic harakat. Not the Indic, Thai or kana marks.
+_FOLD_MARKS = re.compile(
+    "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+    "\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7\u064b-\u065f\u0670]"
+)
+# Letters with no decomposition that folding should still meet their base letter.
+_FOLD_LETTERS = str.maketrans(
+    {"ø": "o", "ł": "l", "đ": "d", "ħ": "h", "ı": "i", "ŧ": "t", "ŀ": "l", "æ": "ae", "œ": "oe"}
+)
+
+
+def normalize(text: str) -> str:
+    """The text as the analyzer matches it: NFKC, case-folded, accents folded (see the
+    module docstring); documents and queries alike."""
+    if text.isascii():
+        return text.lower().translate(_APOSTROPHES)
     text = unicodedata.normalize("NFKC", text).casefold()
-    return unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
+    text = _FOLD_MARKS.sub("", unicodedata.normalize("NFKD", text)).translate(_FOLD_LETTERS)
+    return unicodedata.normalize("NFKC", text).casefold().translate(_APOSTROPHES)
+
+
+_normalize = normalize
 
 
 def analyze(text: str) -> list[str]:

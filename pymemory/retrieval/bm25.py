@@ -154,6 +154,22 @@ class Bm25Index:
         tid = self._term_ids.get(term)
         return 0 if tid is None else self._df[tid]
 
+    def idf(self, term: str) -> float:
+        """``idf(term)`` as scoring uses it; a term no document holds gets the largest
+        idf there is (``df = 0``)."""
+        df = self.doc_freq(term)
+        return math.log(1.0 + (self._n_docs - df + 0.5) / (df + 0.5))
+
+    def idf_mass(self, query_terms: Sequence[str]) -> float:
+        """The sum of the query terms' idf, repeats counted as scoring counts them. Every
+        document's score is below this (each term adds less than its idf), so ``score /
+        idf_mass`` is the share of the query's weight a document matches, in 0..1; terms
+        no document holds still count, so a query about unknown things matches a small
+        share."""
+        if isinstance(query_terms, str):
+            raise TypeError("query_terms must be a sequence of str, not a str")
+        return sum(self.idf(t) for t in query_terms)
+
     def doc_length(self, slot: int) -> int:
         """Length in terms of the document under ``slot``; KeyError if none."""
         if slot not in self:

@@ -16,13 +16,28 @@ NO_EXPIRY = np.iinfo(np.int64).max
 TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
 
 
+def speaker_of(item: MemoryItem) -> str | None:
+    """``metadata["speaker"]``, when it is a non-empty string: who said it (chat turns)."""
+    speaker = item.metadata.get("speaker")
+    return speaker.strip() or None if isinstance(speaker, str) else None
+
+
 def index_text(item: MemoryItem) -> str:
-    """What BM25 sees: the raw text, the summary (if it adds words) and the tags."""
-    parts = [item.text]
+    """What BM25 sees: the speaker (if any), the raw text, the summary (if it adds words)
+    and the tags. Indexing the speaker lets "what did Maya adopt?" prefer Maya's turns."""
+    speaker = speaker_of(item)
+    parts = [] if speaker is None else [speaker]
+    parts.append(item.text)
     if item.content not in item.text:
         parts.append(item.content)
     parts.extend(item.tags)
     return "\n".join(parts)
+
+
+def dense_text(item: MemoryItem) -> str:
+    """What the embedder sees: the raw text, after ``"<speaker>: "`` when there is one."""
+    speaker = speaker_of(item)
+    return item.text if speaker is None else f"{speaker}: {item.text}"
 
 
 class Catalog:

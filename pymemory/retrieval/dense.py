@@ -25,12 +25,19 @@ from ..item import MemoryItem
 from ..models.embedding import Embedder
 from ..models.runtime import urgent
 from ..storage import KvBackend, Writes, changes, schema
-from .catalog import Catalog
+from .catalog import Catalog, dense_text
+from .pipeline import DenseHits
 from .vectors_kv import KvVectorStore
 
 log = logging.getLogger("pymemory")
 
-EMBED_BATCH = 32
+#: Queued items taken together: sorted by text length, then embedded in calls of
+#: ``EMBED_CALL`` items of similar length (each call's vectors are stored at once), so
+#: batches carry little padding however the items arrived. The embedder batches each
+#: call itself (MiniLM: by a token budget); a query embedding waits for one model batch
+#: at most.
+EMBED_DRAIN = 1024
+EMBED_CALL = 256
 
 
 class DenseIndex:
@@ -107,27 +114,30 @@ class DenseIndex:
     async def _loop(self) -> None:
         while True:
             ids = [await self._queue.get()]
-            while len(ids) < EMBED_BATCH and not self._queue.empty():
+            while len(ids) < EMBED_DRAIN and not self._queue.empty():
                 ids.append(self._queue.get_nowait())
             try:
-                await self._embed_batch(list(dict.fromkeys(ids)))
-            except Exception:
-                log.exception("background embedding of %d item(s) failed", len(ids))
+                items = [i for i in map(self._catalog.get, dict.fromkeys(ids)) if i is not None]
+                items.sort(key=lambda i: len(dense_text(i)))
+                for start in range(0, len(items), EMBED_CALL):
+                    try:
+                        await self._embed_batch(items[start : start + EMBED_CALL])
+                    except Exception:
+                        log.exception("background embedding of %d item(s) failed", EMBED_CALL)
             finally:
                 for _ in ids:
                     self._queue.task_done()
 
-    async def _embed_batch(self, ids: list[str]) -> None:
-        items = [i for i in (self._catalog.get(x) for x in ids) if i is not None]
+    async def _embed_batch(self, items: list[MemoryItem]) -> None:
         if not items:
             return
-        vectors = await self.embedder.embed([i.text for i in items])
+        texts = [dense_text(i) for i in items]
+        vectors = await self.embedder.embed(texts)
         batch = self.vectors.encode([i.id for i in items], vectors)
-        texts = [i.text for i in items]
 
         def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
             # Keep only items still stored with the text that was embedded.
-            keep = [j for j, raw in enumerate(values) if _stored_text(raw) == texts[j]]
+            keep = [j for j, raw in enumerate(values) if _stored_dense_text(raw) == texts[j]]
             return Writes([batch.puts[j] for j in keep], result=keep)
 
         async with self._lock:
@@ -139,8 +149,9 @@ class DenseIndex:
 
     async def candidates(
         self, query: str, depth: int
-    ) -> tuple[tuple[np.ndarray, np.ndarray] | None, tuple[str, ...]]:
-        """(catalog slots, cosine) of the ``depth`` nearest items, and notes for the trace."""
+    ) -> tuple[DenseHits | None, tuple[str, ...]]:
+        """The ``depth`` nearest items (and the cosine of any other), and notes for the
+        trace."""
         if not query.strip():
             return None, ()
         try:
@@ -149,20 +160,32 @@ class DenseIndex:
         except Exception as exc:  # the model failing must not break retrieval
             log.exception("query embedding failed; BM25 only")
             return None, (f"dense retrieval failed ({type(exc).__name__}); ranked by BM25",)
-        slot_of = self._catalog.slot_of
-        hits = [(slot_of[i], s) for i, s in self.vectors.search(query_vec, depth) if i in slot_of]
-        missing = max(0, len(self._catalog) - len(self.vectors))  # each vector: a live item
+        catalog, vectors = self._catalog, self.vectors
+        slot_of = catalog.slot_of
+        hits = [(slot_of[i], s) for i, s in vectors.search(query_vec, depth) if i in slot_of]
+        missing = max(0, len(catalog) - len(vectors))  # each vector: a live item
         notes = (f"{missing} item(s) not embedded yet: ranked by BM25 only",) if missing else ()
-        return (
+
+        def cosine_of(slots: np.ndarray) -> np.ndarray:
+            ids = [catalog.id_at[s] for s in slots.tolist()]
+            have = [j for j, i in enumerate(ids) if i in vectors]
+            out = np.full(len(ids), np.nan)
+            if have:
+                out[have] = vectors.scores(query_vec, [ids[j] for j in have])
+            return out
+
+        return DenseHits(
             np.array([h[0] for h in hits], dtype=np.int64),
             np.array([h[1] for h in hits], dtype=np.float64),
+            cosine_of,
         ), notes
 
 
-def _stored_text(raw: bytes | None) -> str | None:
+def _stored_dense_text(raw: bytes | None) -> str | None:
+    """What the stored record's item would be embedded from (None: gone or unreadable)."""
     if raw is None:
         return None
     try:
-        return MemoryItem.from_json(raw).text
+        return dense_text(MemoryItem.from_json(raw))
     except ValidationError:
         return None

@@ -1,4 +1,16 @@
-"""Reciprocal-rank fusion (RRF): merge rankings from different retrievers into one.
+"""Fusion: one relevance from the BM25 and the dense signal of each memory.
+
+Two methods (``strategies.Fusion.method``):
+
+* ``score`` (the default): calibrated scores, added. The cosine of MiniLM embeddings is on
+  the same scale for every query; a BM25 score is not (it grows with the query's length
+  and rarity), so it is divided by the query's idf mass first (:func:`lexical_share`:
+  the share of the query's weight the memory matches, 0..1), then raised to ``power`` so a
+  match on a rare name counts a lot and one on a common word little
+  (:func:`score_fusion`). Both parts are returned, so a trace can show that they add up.
+* ``rrf``: reciprocal-rank fusion of the two rankings (:func:`rrf_fusion`, below).
+
+Reciprocal-rank fusion (RRF): merge rankings from different retrievers into one.
 
 Formula (Cormack, Clarke & Büttcher, SIGIR 2009, with optional per-ranking weights)::
 
@@ -34,7 +46,7 @@ import numpy as np
 
 from ..errors import ValidationError
 
-__all__ = ["DEFAULT_K", "rrf", "rrf_slots"]
+__all__ = ["DEFAULT_K", "lexical_share", "rrf", "rrf_fusion", "rrf_slots", "score_fusion"]
 
 DEFAULT_K = 60
 
@@ -146,3 +158,46 @@ def rrf_slots(
     best = np.minimum.reduceat(key, starts)
     final = np.lexsort((uniq, best, -sums))
     return uniq[final], sums[final]
+
+
+# --- fusion of one candidate set (used by the pipeline and benchmarks/fusion_lab.py) -----
+
+
+def lexical_share(bm25: np.ndarray, idf_mass: float) -> np.ndarray:
+    """BM25 scores over the query's idf mass: the share of its weight matched, 0..1."""
+    if idf_mass <= 0:
+        return np.zeros(len(bm25))
+    return np.clip(np.asarray(bm25, dtype=np.float64) / idf_mass, 0.0, 1.0)
+
+
+def score_fusion(
+    cosine: np.ndarray, share: np.ndarray, *, lexical: float, dense: float, power: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(dense part, lexical part) of each candidate's relevance:
+    ``dense * max(cosine, 0)`` and ``lexical * share ** power`` (NaN cosine counts 0)."""
+    cos = np.nan_to_num(np.asarray(cosine, dtype=np.float64), nan=0.0)
+    return dense * np.maximum(cos, 0.0), lexical * np.power(share, power)
+
+
+def _ranks(score: np.ndarray, order_key: np.ndarray) -> np.ndarray:
+    """1-based rank by ``score`` (descending; ties: larger ``order_key`` first) of every
+    entry with a positive score, 0 for the others."""
+    out = np.zeros(len(score))
+    idx = np.flatnonzero(score > 0)
+    order = idx[np.lexsort((-order_key[idx], -score[idx]))]
+    out[order] = np.arange(1, len(order) + 1)
+    return out
+
+
+def rrf_fusion(
+    cosine: np.ndarray, bm25: np.ndarray, ts: np.ndarray, *, lexical: float, dense: float, k: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(dense part, lexical part) of RRF over the candidates: ``dense / (k + rank)`` by
+    cosine and ``lexical / (k + rank)`` by BM25 (ties: newer first), 0 where a side
+    does not rank the candidate."""
+    cos = np.nan_to_num(np.asarray(cosine, dtype=np.float64), nan=0.0)
+    rd = _ranks(np.maximum(cos, 0.0), ts)
+    rl = _ranks(np.asarray(bm25, dtype=np.float64), ts)
+    d = np.where(rd > 0, dense / (k + rd), 0.0)
+    lx = np.where(rl > 0, lexical / (k + rl), 0.0)
+    return d, lx

@@ -1,28 +1,45 @@
 """Retrieval (seed 002 §3.3): filter -> rank -> trim, with a trace of every decision.
 
-Rank = BM25 relevance x time decay x feedback weight. With an empty query (or one made
-only of stopwords) every live item is a candidate with relevance 1, so the ranking is
-by recency and feedback. Trim walks the ranking best-first; an item over the remaining
-token budget is condensed to a shorter rule summary when one fits (seed 002 §2.2: the
-low-scoring items get summarised again), else skipped, and trim keeps going (smaller
-items further down may still fit).
+Rank::
+
+    score = relevance x decay x feedback x time_match
+
+* **relevance** comes from the query alone. With an embedder (``hybrid``): the memories
+  BM25 matches and the ``depth`` nearest by embedding are the candidates, and relevance is
+  their fusion (``strategies.Fusion``: by default ``max(cosine, 0) + share ** 2``, where
+  ``share`` is the BM25 score over the query's idf mass). Without one (``bm25``): the
+  share alone. An empty query (or one of stopwords only) makes every live item a
+  candidate with relevance 1 (``recency``). Relevance is the sum of a dense part and a
+  lexical part, both in the trace.
+* **relevance floor**: a candidate whose cosine is below ``min_dense`` and whose share is
+  below ``min_lexical`` is cut (``below_floor``): nothing relevant means nothing injected.
+* **decay** (per memory type), **feedback** and **time_match** (a lift for memories inside
+  a span the query names: "last weekend") multiply; with their defaults they re-rank
+  comparably relevant memories and cannot lift chatter above a clear answer.
+
+Trim walks the ranking best-first; an item over the remaining token budget is condensed
+to a shorter rule summary when one fits (seed 002 §2.2: the low-scoring items get
+summarised again), else skipped, and trim keeps going (smaller items further down may
+still fit).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from ..encoder import RuleEncoder, split_sentences
-from ..item import MemoryItem
+from ..item import MEMORY_TYPES, MemoryItem
 from .analyzer import analyze
 from .catalog import TYPE_CODE, Catalog
+from .fusion import lexical_share, rrf_fusion, score_fusion
 from .strategies import HOUR_MS, Plan
 from .tokens import TokenCounter
+from .when import find_time_phrase
 
 # Trace rows for live items that share no term with the query (newest first, capped so a
 # large store does not flood the debug panel).
@@ -41,6 +58,7 @@ CUT_REASONS = (
     "type",
     "time_window",
     "tag",
+    "below_floor",
     "zero_weight",
     "max_items",
     "token_budget",
@@ -48,7 +66,20 @@ CUT_REASONS = (
 
 
 @dataclass(frozen=True)
+class DenseHits:
+    """The dense side of one query: the nearest catalog slots with their cosine, and a
+    way to get the cosine of any other slots (NaN for an item with no vector yet)."""
+
+    slots: np.ndarray
+    cosine: np.ndarray
+    cosine_of: Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
 class ScoredMemory:
+    """An injected memory: ``score = relevance x decay x feedback_weight x time_match``,
+    ``relevance = dense_part + lexical_part``."""
+
     item: MemoryItem
     score: float
     bm25: float
@@ -58,11 +89,15 @@ class ScoredMemory:
     line: str
     dense: float | None = None  # cosine similarity, when dense retrieval ran
     condensed: bool = False  # ``line`` holds a shorter summary than ``item.content``
+    relevance: float = 0.0
+    lexical_part: float = 0.0
+    dense_part: float = 0.0
+    time_match: float = 1.0
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One row of the debug trace."""
+    """One row of the debug trace (the same factors as :class:`ScoredMemory`)."""
 
     id: str
     type: str
@@ -76,12 +111,16 @@ class Candidate:
     tokens: int | None = None
     dense: float | None = None  # cosine similarity, when dense retrieval ran
     condensed: bool = False  # included with a shorter summary to fit the budget
+    relevance: float = 0.0
+    lexical_part: float = 0.0
+    dense_part: float = 0.0
+    time_match: float = 1.0
 
 
 @dataclass(frozen=True)
 class Retrieval:
     query: str
-    mode: str  # "bm25", "hybrid" (BM25 + dense fused by RRF) or "recency" (empty query)
+    mode: str  # "bm25", "hybrid" (BM25 and dense fused) or "recency" (empty query)
     memories: list[ScoredMemory]
     text: str  # the lines to inject into the prompt, best first
     tokens_used: int
@@ -90,6 +129,7 @@ class Retrieval:
     token_counter: str
     trace: list[Candidate] | None = None
     notes: tuple[str, ...] = ()  # e.g. why dense retrieval did not take part
+    window: tuple[int, int] | None = None  # the time span the query names, if any
 
     @property
     def items(self) -> list[MemoryItem]:
@@ -131,18 +171,29 @@ def condense(
     return None
 
 
-def decay_factor(plan: Plan, ts: np.ndarray, now_ms: int) -> np.ndarray:
-    if plan.decay.half_life_hours is None:
-        return np.ones(len(ts))
+def decay_factor(plan: Plan, ts: np.ndarray, now_ms: int, type_code: np.ndarray) -> np.ndarray:
+    """``floor + (1 - floor) * 0.5 ** (age / half_life)`` with each type's rule (a type
+    without decay has an infinite half-life: factor 1)."""
+    rules = [plan.decay.rule(t) for t in MEMORY_TYPES]
+    half_life = np.array([np.inf if h is None else h for h, _ in rules])[type_code]
+    floor = np.array([f for _, f in rules])[type_code]
     age_h = np.maximum(now_ms - ts, 0) / HOUR_MS
-    floor = plan.decay.floor
-    return floor + (1.0 - floor) * np.exp2(-age_h / plan.decay.half_life_hours)
+    return floor + (1.0 - floor) * np.exp2(-age_h / half_life)
 
 
 def feedback_factor(plan: Plan, net: np.ndarray, important: np.ndarray) -> np.ndarray:
     fw = plan.feedback
     w = np.where(net > 0, fw.liked, np.where(net < 0, fw.disliked, 1.0))
     return w * np.where(important, fw.important, 1.0)
+
+
+def time_match_factor(
+    plan: Plan, ts: np.ndarray, window: tuple[int, int] | None
+) -> np.ndarray:
+    if window is None or plan.decay.query_window == 1.0:
+        return np.ones(len(ts))
+    inside = (ts >= window[0]) & (ts <= window[1])
+    return np.where(inside, plan.decay.query_window, 1.0)
 
 
 def filter_reasons(catalog: Catalog, plan: Plan, slots: np.ndarray, now_ms: int) -> np.ndarray:
@@ -174,13 +225,45 @@ def filter_reasons(catalog: Catalog, plan: Plan, slots: np.ndarray, now_ms: int)
     return reason
 
 
-def _rrf_part(score: np.ndarray, ts: np.ndarray, usable: np.ndarray, k: float) -> np.ndarray:
-    """1 / (k + rank) of each usable candidate by ``score`` (ties: newer first), else 0."""
-    part = np.zeros(len(score))
-    idx = np.flatnonzero(usable & (score > 0))
-    order = idx[np.lexsort((-ts[idx], -score[idx]))]
-    part[order] = 1.0 / (k + np.arange(1, len(order) + 1))
-    return part
+def lexical_query(query: str, now_ms: int) -> tuple[tuple[int, int] | None, list[str]]:
+    """(the time span a phrase in ``query`` names, the BM25 terms of the rest)."""
+    found = find_time_phrase(query, now_ms)
+    if found is None:
+        return None, analyze(query)
+    window, (start, end) = found
+    return window, analyze(f"{query[:start]} {query[end:]}")
+
+
+def relevance_of(
+    plan: Plan,
+    mode: str,
+    bm25: np.ndarray,
+    idf_mass: float,
+    cosine: np.ndarray | None,
+    ts: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(relevance, dense part, lexical part, passes the floor) of each candidate."""
+    n = len(bm25)
+    if mode == "recency":
+        return np.ones(n), np.zeros(n), np.ones(n), np.ones(n, dtype=bool)
+    share = lexical_share(bm25, idf_mass)
+    f, floor = plan.fusion, plan.floor
+    if mode == "bm25":
+        dense_part, lexical_part = np.zeros(n), share
+        passes = floor.off | ((bm25 > 0) & (share >= floor.min_lexical))
+    else:
+        assert cosine is not None
+        if f.method == "rrf":
+            dense_part, lexical_part = rrf_fusion(
+                cosine, bm25, ts, lexical=f.lexical, dense=f.dense, k=f.k
+            )
+        else:
+            dense_part, lexical_part = score_fusion(
+                cosine, share, lexical=f.lexical, dense=f.dense, power=f.power
+            )
+        cos = np.nan_to_num(cosine, nan=-1.0)
+        passes = floor.off | (cos >= floor.min_dense) | ((bm25 > 0) & (share >= floor.min_lexical))
+    return dense_part + lexical_part, dense_part, lexical_part, np.asarray(passes)
 
 
 def retrieve(
@@ -193,23 +276,28 @@ def retrieve(
     max_tokens: int,
     counter: TokenCounter,
     trace: bool = False,
-    dense: tuple[np.ndarray, np.ndarray] | None = None,
+    dense: DenseHits | None = None,
     notes: tuple[str, ...] = (),
     condense_to_fit: bool = True,
 ) -> Retrieval:
-    """Rank and trim. ``dense`` is (catalog slots, cosine) of the nearest items by
-    embedding; with it the BM25 and dense rankings are fused by RRF (``plan.fusion``).
-    ``condense_to_fit``: an item over the remaining budget may go in condensed."""
-    terms = analyze(query)
+    """Rank and trim. ``dense`` is the nearest items by embedding (and the cosine of any
+    other); with it BM25 and dense are fused (``plan.fusion``). ``condense_to_fit``: an
+    item over the remaining budget may go in condensed. A time phrase in the query
+    ("last Friday") sets ``window`` and is left out of the BM25 terms."""
+    window, terms = lexical_query(query, now_ms)
     cosine: np.ndarray | None = None
+    idf_mass = catalog.index.idf_mass(terms) if terms else 0.0
     if dense is not None:
         mode = "hybrid"
         lex_slots, lex = catalog.index.scores(terms) if terms else (np.zeros(0, int), np.zeros(0))
-        slots = np.union1d(lex_slots.astype(np.int64), dense[0].astype(np.int64))
+        slots = np.union1d(lex_slots.astype(np.int64), dense.slots.astype(np.int64))
         bm25 = np.zeros(len(slots))
         bm25[np.searchsorted(slots, lex_slots)] = lex
         cosine = np.full(len(slots), np.nan)
-        cosine[np.searchsorted(slots, dense[0])] = dense[1]
+        cosine[np.searchsorted(slots, dense.slots)] = dense.cosine
+        unknown = np.isnan(cosine)
+        if unknown.any():  # lexical matches beyond the dense depth: their own cosine
+            cosine[unknown] = dense.cosine_of(slots[unknown])
     elif terms:
         mode = "bm25"
         slots, bm25 = catalog.index.scores(terms)
@@ -217,20 +305,19 @@ def retrieve(
     else:
         mode = "recency"
         slots = catalog.live_slots()
-        bm25 = np.ones(len(slots))
+        bm25 = np.zeros(len(slots))
     reason = filter_reasons(catalog, plan, slots, now_ms)
     ts = catalog.ts[slots]
-    decay = decay_factor(plan, ts, now_ms)
+    if mode == "recency":
+        window = None
+    relevance, dense_part, lexical_part, passes = relevance_of(
+        plan, mode, bm25, idf_mass, cosine, ts
+    )
+    decay = decay_factor(plan, ts, now_ms, catalog.type_code[slots])
     fbw = feedback_factor(plan, catalog.net_feedback[slots], catalog.important[slots])
-    if cosine is None:
-        score = bm25 * decay * fbw
-    else:
-        usable = reason == 0
-        f = plan.fusion
-        cos = np.nan_to_num(np.maximum(cosine, 0.0), nan=0.0)
-        score = f.lexical * _rrf_part(bm25 * decay * fbw, ts, usable, f.k) + f.dense * _rrf_part(
-            cos * decay * fbw, ts, usable, f.k
-        )
+    tmatch = time_match_factor(plan, ts, window)
+    score = relevance * decay * fbw * tmatch
+    reason[(reason == 0) & ~passes] = CUT_REASONS.index("below_floor") + 1
     reason[(reason == 0) & (score <= 0)] = CUT_REASONS.index("zero_weight") + 1
     # Best first; ties go to the newer item.
     order = np.lexsort((-ts, -score))
@@ -245,6 +332,12 @@ def retrieve(
         item = catalog.items[catalog.id_at[slots[i]]]  # type: ignore[index]
         tokens: int | None = None
         condensed = False
+        factors = {
+            "relevance": float(relevance[i]),
+            "lexical_part": float(lexical_part[i]),
+            "dense_part": float(dense_part[i]),
+            "time_match": float(tmatch[i]),
+        }
         if reason[i]:
             status = CUT_REASONS[reason[i] - 1]
         elif len(chosen) >= max_items:
@@ -275,6 +368,7 @@ def retrieve(
                         line,
                         _cos(cosine, i),
                         condensed,
+                        **factors,
                     )
                 )
         if trace:
@@ -292,10 +386,11 @@ def retrieve(
                     tokens,
                     _cos(cosine, i),
                     condensed,
+                    **factors,
                 )
             )
     if trace and mode in ("bm25", "hybrid"):
-        rows.extend(_no_match_rows(catalog, plan, slots, now_ms))
+        rows.extend(_no_match_rows(catalog, plan, slots, now_ms, window))
     return Retrieval(
         query=query,
         mode=mode,
@@ -307,6 +402,7 @@ def retrieve(
         token_counter=counter.name,
         trace=rows if trace else None,
         notes=notes,
+        window=window,
     )
 
 
@@ -317,20 +413,23 @@ def _cos(cosine: np.ndarray | None, i: int) -> float | None:
 
 
 def _no_match_rows(
-    catalog: Catalog, plan: Plan, matched: np.ndarray, now_ms: int
-) -> list[Candidate]:
+    catalog: Catalog, plan: Plan, matched: np.ndarray, now_ms: int,
+    window: tuple[int, int] | None,
+) -> list[Candidate]:  # fmt: skip
     live = catalog.live_slots()
     rest = live[~np.isin(live, matched)]
     # Newest first; items of the same millisecond: the later written (higher slot) first,
     # so the order does not depend on how fast the writes were.
     rest = rest[np.lexsort((-rest, -catalog.ts[rest]))][:NO_MATCH_TRACE_LIMIT]
-    decay = decay_factor(plan, catalog.ts[rest], now_ms)
+    ts = catalog.ts[rest]
+    decay = decay_factor(plan, ts, now_ms, catalog.type_code[rest])
     fbw = feedback_factor(plan, catalog.net_feedback[rest], catalog.important[rest])
+    tmatch = time_match_factor(plan, ts, window)
     rows = []
     for i, slot in enumerate(rest.tolist()):
         item = catalog.items[catalog.id_at[slot]]  # type: ignore[index]
         rows.append(
             Candidate(item.id, item.type, item.timestamp, item.content, 0.0, float(decay[i]),
-                      float(fbw[i]), 0.0, "no_match")
+                      float(fbw[i]), 0.0, "no_match", time_match=float(tmatch[i]))
         )  # fmt: skip
     return rows

@@ -1,15 +1,28 @@
 """Retrieval strategies (seed 002 §3.3): small values that compose and serialise.
 
 Filters (``time_window``, ``by_tag``, ``by_type``, ``by_scope``) combine with AND.
-Weights (``time_decay``, ``feedback_weight``, ``fusion``) replace the defaults; in
-``compose`` a later one overrides an earlier one of the same kind. Every strategy starts
-from the default, ``compose(time_decay(), feedback_weight(), fusion())``, so old memories
-rank lower but are never dropped unless a hard ``time_window`` asks for it.
+Weights (``time_decay``, ``feedback_weight``, ``fusion``, ``relevance_floor``) replace
+the defaults; in ``compose`` a later one overrides an earlier one of the same kind. Every
+strategy starts from the default, ``compose(time_decay(), feedback_weight(), fusion(),
+relevance_floor())``.
 
-The decay and fusion defaults below were tuned on the shipped evaluation suites
-(``benchmarks/tune_retrieval.py``; docs/BENCHMARKS.md has the grid): a floor of 0.5 keeps
-a weeks-old exact answer above yesterday's chatter, and a low lexical weight with a small
-RRF ``k`` lets BM25 break the dense ranking's near-ties without dragging it down.
+How they score (``pipeline.py``)::
+
+    score = relevance x decay x feedback x time_match
+
+``relevance`` comes from the query alone (``fusion``): with an embedder, the cosine plus
+the lexical share squared (the share of the query's BM25 weight a memory matches), so a
+match on a rare name counts a lot and one on a common word little; without one, the
+lexical share. ``decay``, ``feedback`` and ``time_match`` only re-rank: by default
+messages and preferences do not decay at all, tool results and system events fall to
+x0.5 / x0.7, feedback gives x0.5..x2.25 and a time phrase x1.5, so they order comparably
+relevant memories and do not lift chatter over a clear answer
+(``tests/test_ranking.py`` holds that as a property). ``relevance_floor`` leaves out
+memories that are not relevant at all.
+
+The defaults were chosen on the tuning split of the ``long-conversations`` suite and the
+two small suites (``benchmarks/tune_retrieval.py``; docs/BENCHMARKS.md has the grids and
+the held-out numbers).
 """
 
 from __future__ import annotations
@@ -30,12 +43,40 @@ MAX_WEIGHT = 1e6
 MAX_COMPOSE_DEPTH = 16
 
 # Defaults, in one place (the JS builders leave unset options to these).
-DECAY_HALF_LIFE_HOURS = 168.0
-DECAY_FLOOR = 0.5
-FUSION_K = 20.0
-FUSION_LEXICAL = 0.2
+#: Per memory type: (half-life in hours or None for no decay, floor). Messages and
+#: preferences do not fade: on long conversations every decay of messages we measured
+#: cost recall (docs/BENCHMARKS.md), and what someone said months ago is still what they
+#: said. Feedback on an answer fades over months; tool results and system events go
+#: stale fast (yesterday's weather is not today's).
+DECAY_BY_TYPE: dict[str, tuple[float | None, float]] = {
+    "message": (None, 1.0),
+    "user_feedback": (2160.0, 0.8),
+    "user_preference": (None, 1.0),
+    "tool_result": (24.0, 0.5),
+    "system_event": (168.0, 0.7),
+}
+DECAY_HALF_LIFE_HOURS = DECAY_BY_TYPE["message"][0]
+DECAY_FLOOR = DECAY_BY_TYPE["message"][1]
+#: What ``time_decay(floor=...)`` or ``time_decay(half_life_hours)`` fill in for the value
+#: not given (one decay for every type).
+UNIFORM_HALF_LIFE_HOURS = 720.0
+UNIFORM_FLOOR = 0.5
+#: Lift for memories written inside a time span the query names ("last weekend").
+QUERY_WINDOW_BOOST = 1.5
+FUSION_METHODS = ("score", "rrf")
+FUSION_METHOD = "score"
+FUSION_K = 60.0
+FUSION_LEXICAL = 1.0
 FUSION_DENSE = 1.0
+FUSION_POWER = 2.0
 FUSION_DEPTH = 100
+FLOOR_MIN_DENSE = 0.15
+FLOOR_MIN_LEXICAL = 0.05
+FEEDBACK_LIKED = 1.5
+FEEDBACK_DISLIKED = 0.5
+FEEDBACK_IMPORTANT = 1.5
+
+_UNSET: Any = object()
 
 
 @dataclass(frozen=True)
@@ -69,40 +110,87 @@ class ByScope:
     kind: str = field(default="by_scope", init=False)
 
 
+def _default_rules() -> tuple[tuple[str, float | None, float], ...]:
+    return tuple((t, *DECAY_BY_TYPE[t]) for t in MEMORY_TYPES)
+
+
 @dataclass(frozen=True)
 class TimeDecay:
-    """Multiply scores by ``floor + (1 - floor) * 0.5 ** (age / half_life)``.
+    """Multiply scores by ``floor + (1 - floor) * 0.5 ** (age / half_life)``, with a
+    half-life and floor per memory type (``rules``: ``(type, half_life_hours, floor)``;
+    a half-life of None means no decay for that type). ``query_window``: the factor for
+    memories inside a time span the query names ("what did I do last weekend?"); 1 turns
+    it off."""
 
-    ``half_life_hours=None`` turns decay off (factor 1).
-    """
-
-    half_life_hours: float | None = DECAY_HALF_LIFE_HOURS
-    floor: float = DECAY_FLOOR
+    rules: tuple[tuple[str, float | None, float], ...] = field(default_factory=_default_rules)
+    query_window: float = QUERY_WINDOW_BOOST
     kind: str = field(default="time_decay", init=False)
+
+    def rule(self, type: str) -> tuple[float | None, float]:
+        """(half-life in hours or None, floor) for memories of ``type``."""
+        for t, half_life, floor in self.rules:
+            if t == type:
+                return half_life, floor
+        raise StrategyError(f"time_decay has no rule for type {type!r}")
+
+    @property
+    def half_life_hours(self) -> float | None:
+        """The half-life of messages (the most common type)."""
+        return self.rule("message")[0]
+
+    @property
+    def floor(self) -> float:
+        """The floor of messages."""
+        return self.rule("message")[1]
 
 
 @dataclass(frozen=True)
 class FeedbackWeight:
     """Multiply scores by ``liked`` (more likes than dislikes), ``disliked`` (more dislikes)
-    and ``important`` (pinned). A weight of 0 removes the item."""
+    and ``important`` (pinned). A weight of 0 removes the item. The defaults re-rank
+    (x1.5, x0.5, x1.5); a large weight lets feedback overrule relevance."""
 
-    liked: float = 5.0
-    disliked: float = 0.1
-    important: float = 3.0
+    liked: float = FEEDBACK_LIKED
+    disliked: float = FEEDBACK_DISLIKED
+    important: float = FEEDBACK_IMPORTANT
     kind: str = field(default="feedback_weight", init=False)
 
 
 @dataclass(frozen=True)
 class Fusion:
-    """How BM25 and dense rankings are fused when an embedder is on: reciprocal-rank
-    fusion ``sum(weight / (k + rank))`` over each side's ranking (each side ranked by its
-    score x decay x feedback), taking the top ``depth`` dense candidates."""
+    """How a memory's relevance is made from BM25 and the embedding, once an embedder is
+    on (taking the ``depth`` nearest memories by embedding as candidates, with every
+    memory BM25 matches).
+
+    ``method="score"`` (default): ``dense * max(cosine, 0) + lexical * share ** power``,
+    where ``share`` is the memory's BM25 score over the query's total idf (the share of
+    the query's weight it matches, 0..1). ``method="rrf"``: reciprocal-rank fusion,
+    ``dense / (k + dense rank) + lexical / (k + BM25 rank)``.
+    """
 
     k: float = FUSION_K
     lexical: float = FUSION_LEXICAL
     dense: float = FUSION_DENSE
     depth: int = FUSION_DEPTH
+    method: str = FUSION_METHOD
+    power: float = FUSION_POWER
     kind: str = field(default="fusion", init=False)
+
+
+@dataclass(frozen=True)
+class RelevanceFloor:
+    """Leave out memories that are not relevant to the query at all: a candidate stays
+    only if its cosine is at least ``min_dense`` (with an embedder) or it matches at least
+    ``min_lexical`` of the query's BM25 weight. Both 0 turn the floor off. Cut memories
+    show as ``below_floor`` in the trace; an empty query (recency) has no floor."""
+
+    min_dense: float = FLOOR_MIN_DENSE
+    min_lexical: float = FLOOR_MIN_LEXICAL
+    kind: str = field(default="relevance_floor", init=False)
+
+    @property
+    def off(self) -> bool:
+        return self.min_dense == 0 and self.min_lexical == 0
 
 
 @dataclass(frozen=True)
@@ -111,7 +199,10 @@ class Compose:
     kind: str = field(default="compose", init=False)
 
 
-Strategy = TimeWindow | ByTag | ByType | ByScope | TimeDecay | FeedbackWeight | Fusion | Compose
+Strategy = (
+    TimeWindow | ByTag | ByType | ByScope | TimeDecay | FeedbackWeight | Fusion | RelevanceFloor
+    | Compose
+)
 
 
 # --- constructors -----------------------------------------------------------------------
@@ -203,22 +294,57 @@ def by_scope(*scopes: str | Iterable[str]) -> ByScope:
         raise StrategyError(f"by_scope: {exc}") from None
 
 
-def time_decay(
-    half_life_hours: float | None = DECAY_HALF_LIFE_HOURS, *, floor: float = DECAY_FLOOR
-) -> TimeDecay:
-    half_life_hours = _number(
-        "time_decay.half_life_hours", half_life_hours, maximum=MAX_HOURS, allow_none=True
-    )
-    if half_life_hours is not None and half_life_hours <= 0:
-        raise StrategyError("time_decay.half_life_hours must be > 0 (or None for no decay)")
-    floor = _number("time_decay.floor", floor)
+def _decay_rule(name: str, half_life: Any, floor: Any) -> tuple[float | None, float]:
+    half_life = _number(f"{name}.half_life_hours", half_life, maximum=MAX_HOURS, allow_none=True)
+    if half_life is not None and half_life <= 0:
+        raise StrategyError(f"{name}.half_life_hours must be > 0 (or None for no decay)")
+    floor = _number(f"{name}.floor", floor)
     if floor > 1:
-        raise StrategyError("time_decay.floor must be in 0..1")
-    return TimeDecay(half_life_hours, float(floor))
+        raise StrategyError(f"{name}.floor must be in 0..1")
+    return (None if half_life is None else float(half_life)), float(floor)
+
+
+def time_decay(
+    half_life_hours: float | None = _UNSET,
+    *,
+    floor: float = _UNSET,
+    by_type: Mapping[str, Mapping[str, Any]] | None = None,
+    query_window: float = QUERY_WINDOW_BOOST,
+) -> TimeDecay:
+    """Time decay. No arguments: the per-type defaults (:data:`DECAY_BY_TYPE`).
+    ``half_life_hours`` and/or ``floor`` set one decay for every type (the value not given:
+    30 days, floor 0.5; ``time_decay(None)`` turns decay off). ``by_type`` then overrides
+    single types: ``{"tool_result": {"half_life_hours": 6, "floor": 0.2}}``."""
+    rules = {t: DECAY_BY_TYPE[t] for t in MEMORY_TYPES}
+    if half_life_hours is not _UNSET or floor is not _UNSET:
+        hl = UNIFORM_HALF_LIFE_HOURS if half_life_hours is _UNSET else half_life_hours
+        fl = UNIFORM_FLOOR if floor is _UNSET else floor
+        rule = _decay_rule("time_decay", hl, fl)
+        rules = dict.fromkeys(MEMORY_TYPES, rule)
+    if by_type is not None:
+        if not isinstance(by_type, Mapping):
+            raise StrategyError("time_decay.by_type must map types to {half_life_hours, floor}")
+        for t, spec in by_type.items():
+            if t not in MEMORY_TYPES:
+                raise StrategyError(f"time_decay.by_type: unknown type {t!r}")
+            if not isinstance(spec, Mapping) or set(spec) - {"half_life_hours", "floor"}:
+                raise StrategyError(
+                    f"time_decay.by_type[{t!r}] must be an object with half_life_hours and/or floor"
+                )
+            hl, fl = rules[t]
+            rules[t] = _decay_rule(
+                f"time_decay.by_type[{t!r}]", spec.get("half_life_hours", hl), spec.get("floor", fl)
+            )
+    query_window = _number("time_decay.query_window", query_window)
+    if not 0 < query_window <= 10:
+        raise StrategyError("time_decay.query_window must be in (0, 10] (1 turns it off)")
+    return TimeDecay(tuple((t, *rules[t]) for t in MEMORY_TYPES), float(query_window))
 
 
 def feedback_weight(
-    liked: float = 5.0, disliked: float = 0.1, important: float = 3.0
+    liked: float = FEEDBACK_LIKED,
+    disliked: float = FEEDBACK_DISLIKED,
+    important: float = FEEDBACK_IMPORTANT,
 ) -> FeedbackWeight:
     return FeedbackWeight(
         float(_number("feedback_weight.liked", liked)),
@@ -232,14 +358,34 @@ def fusion(
     lexical: float = FUSION_LEXICAL,
     dense: float = FUSION_DENSE,
     depth: int = FUSION_DEPTH,
+    *,
+    method: str = FUSION_METHOD,
+    power: float = FUSION_POWER,
 ) -> Fusion:
+    """See :class:`Fusion`. ``k`` is used by ``method="rrf"``, ``power`` by ``"score"``."""
+    if method not in FUSION_METHODS:
+        raise StrategyError(f"fusion.method must be one of {', '.join(FUSION_METHODS)}")
     k = _number("fusion.k", k)
     if k <= 0:
         raise StrategyError("fusion.k must be > 0")
     lexical, dense = _number("fusion.lexical", lexical), _number("fusion.dense", dense)
+    power = _number("fusion.power", power)
+    if not 0 < power <= 8:
+        raise StrategyError("fusion.power must be in (0, 8]")
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 10_000:
         raise StrategyError("fusion.depth must be an int in 1..10000")
-    return Fusion(float(k), float(lexical), float(dense), depth)
+    return Fusion(float(k), float(lexical), float(dense), depth, method, float(power))
+
+
+def relevance_floor(
+    min_dense: float = FLOOR_MIN_DENSE, min_lexical: float = FLOOR_MIN_LEXICAL
+) -> RelevanceFloor:
+    """See :class:`RelevanceFloor`; ``relevance_floor(0, 0)`` turns the floor off."""
+    min_dense = _number("relevance_floor.min_dense", min_dense)
+    min_lexical = _number("relevance_floor.min_lexical", min_lexical)
+    if min_dense > 1 or min_lexical > 1:
+        raise StrategyError("relevance_floor thresholds must be in 0..1")
+    return RelevanceFloor(float(min_dense), float(min_lexical))
 
 
 def compose(*strategies: Strategy | Iterable[Strategy]) -> Compose:
@@ -251,7 +397,7 @@ def compose(*strategies: Strategy | Iterable[Strategy]) -> Compose:
     return Compose(tuple(strategies))  # type: ignore[arg-type]
 
 
-DEFAULT_STRATEGY = compose(time_decay(), feedback_weight(), fusion())
+DEFAULT_STRATEGY = compose(time_decay(), feedback_weight(), fusion(), relevance_floor())
 
 
 # --- serialisation ----------------------------------------------------------------------
@@ -261,6 +407,12 @@ def to_dict(strategy: Strategy) -> dict[str, Any]:
     """A JSON-ready dict, e.g. ``{"kind": "by_tag", "tags": ["x"], "match": "any"}``."""
     if isinstance(strategy, Compose):
         return {"kind": "compose", "strategies": [to_dict(s) for s in strategy.strategies]}
+    if isinstance(strategy, TimeDecay):
+        return {
+            "kind": "time_decay",
+            "by_type": {t: {"half_life_hours": h, "floor": f} for t, h, f in strategy.rules},
+            "query_window": strategy.query_window,
+        }
     out = {k: v for k, v in strategy.__dict__.items() if k != "kind"}
     out = {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
     return {"kind": strategy.kind, **out}
@@ -274,6 +426,7 @@ _BUILDERS: dict[str, Any] = {
     "time_decay": time_decay,
     "feedback_weight": feedback_weight,
     "fusion": fusion,
+    "relevance_floor": relevance_floor,
     "compose": lambda strategies: compose([from_dict(s) for s in _as_list(strategies)]),
 }
 
@@ -347,6 +500,7 @@ class Plan:
     decay: TimeDecay = field(default_factory=TimeDecay)
     feedback: FeedbackWeight = field(default_factory=FeedbackWeight)
     fusion: Fusion = field(default_factory=Fusion)
+    floor: RelevanceFloor = field(default_factory=RelevanceFloor)
 
     def since(self, now_ms: int) -> int | None:
         bounds = [b for b in (self.since_ms,) if b is not None]
@@ -394,5 +548,7 @@ def _apply(plan: Plan, s: Strategy) -> None:
         plan.feedback = s
     elif isinstance(s, Fusion):
         plan.fusion = s
+    elif isinstance(s, RelevanceFloor):
+        plan.floor = s
     else:
         raise StrategyError(f"not a strategy: {s!r}")

@@ -43,7 +43,12 @@ def test_boot_add_retrieve_feedback_clear(harness):
     assert set(first_ids) == {result["a"]["id"], result["b"]["id"]}
     second = result["second"]
     assert second["memories"][0]["item"]["id"] == result["b"]["id"]
-    assert second["memories"][0]["feedbackWeight"] == 5
+    top = second["memories"][0]
+    assert top["feedbackWeight"] == 1.5  # liked: re-ranks among comparable memories
+    assert top["score"] == pytest.approx(
+        top["relevance"] * top["decay"] * top["feedbackWeight"] * top["timeMatch"]
+    )
+    assert top["relevance"] == pytest.approx(top["densePart"] + top["lexicalPart"])
     assert second["tokensUsed"] <= second["maxTokens"]
     statuses = {c["id"]: c["status"] for c in second["trace"]}
     assert statuses == {
@@ -345,7 +350,9 @@ def test_strategy_builders_take_the_core_defaults(harness):
         const s = pm.strategies;
         const day = 24 * 3600 * 1000;
         const old = await m.addMemory({ text: "deploy checklist for the api", timestamp: Date.now() - 400 * day });
-        const built = s.compose(s.timeDecay(), s.fusion({ lexical: 0.5 }), s.feedbackWeight({ liked: 2 }));
+        const built = s.compose(s.timeDecay(), s.fusion({ lexical: 0.5 }), s.feedbackWeight({ liked: 2 }),
+                                s.relevanceFloor({ minDense: 0.2 }),
+                                s.timeDecay({ byType: { tool_result: { halfLifeHours: 6 } } }));
         const byDefault = await m.retrieve("deploy checklist", { trace: true });
         const viaBuilders = await m.retrieve("deploy checklist", { strategy: built, trace: true });
         const floor = await m.retrieve("deploy checklist",
@@ -358,11 +365,15 @@ def test_strategy_builders_take_the_core_defaults(harness):
     )
     assert result["built"]["strategies"][0] == {"kind": "time_decay"}
     assert result["built"]["strategies"][1] == {"kind": "fusion", "lexical": 0.5}
+    assert result["built"]["strategies"][3] == {"kind": "relevance_floor", "min_dense": 0.2}
+    assert result["built"]["strategies"][4] == {
+        "kind": "time_decay", "by_type": {"tool_result": {"half_life_hours": 6}},
+    }  # fmt: skip
     default, via, floor, off = result["rows"]
     assert {r["id"] for r in result["rows"]} == {result["old"]["id"]}
-    assert via["decay"] == pytest.approx(default["decay"])  # the core's default floor
-    assert 0 < default["decay"] < 0.9
-    assert floor["decay"] == pytest.approx(0.9, abs=1e-3)
+    assert via["decay"] == pytest.approx(default["decay"])  # the core's defaults
+    assert default["decay"] == 1.0  # a message does not fade by default
+    assert floor["decay"] == pytest.approx(0.9, abs=1e-3)  # one decay for every type
     assert off["decay"] == 1.0
 
 

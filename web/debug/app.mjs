@@ -21,14 +21,15 @@ const STATUSES = {
   type: "its type is not in by_type",
   time_window: "outside the time window",
   tag: "lacks the required tag(s)",
+  below_floor: "not relevant: embedding too far from the query and too few of its words (relevance floor)",
   zero_weight: "final score is 0 (a weight of 0)",
   no_match: "shares no term with the query (newest 100 shown)",
 };
 
 const MODE_HINTS = {
-  bm25: " (query terms ranked by BM25 × decay × feedback)",
-  hybrid: " (BM25 and dense rankings, each × decay × feedback, fused by RRF)",
-  recency: " (no query terms: every memory, by recency)",
+  bm25: " (relevance = the share of the query's BM25 weight matched)",
+  hybrid: " (relevance = dense part (cosine) + lexical part (BM25 share squared))",
+  recency: " (no query terms: every memory has relevance 1, ranked by recency)",
 };
 
 const params = new URLSearchParams(location.search);
@@ -186,11 +187,13 @@ function TraceTable({ trace }) {
           <th scope="col">type</th>
           <th scope="col">time</th>
           <th scope="col">content</th>
-          <th class="num" scope="col" title="BM25 relevance (1 in recency mode)">bm25</th>
-          <th class="num" scope="col" title="cosine similarity of the embeddings (hybrid mode)">dense</th>
-          <th class="num" scope="col" title="time decay factor">decay</th>
-          <th class="num" scope="col" title="feedback weight">feedback</th>
-          <th class="num" scope="col" title="bm25 × decay × feedback; in hybrid mode the RRF fusion of the BM25 and dense rankings">score</th>
+          <th class="num" scope="col" title="raw BM25 score of the query's terms">bm25</th>
+          <th class="num" scope="col" title="cosine similarity of the embeddings (hybrid mode)">cosine</th>
+          <th class="num" scope="col" title="relevance = dense part + lexical part">relevance</th>
+          <th class="num" scope="col" title="time decay factor (per memory type)">× decay</th>
+          <th class="num" scope="col" title="feedback weight">× feedback</th>
+          <th class="num" scope="col" title="lift for a memory inside the time span the query names">× time</th>
+          <th class="num" scope="col" title="relevance × decay × feedback × time">= score</th>
           <th class="num" scope="col" title="tokens of the injected line (only for items that reached the budget)">tokens</th>
         </tr>
       </thead>
@@ -204,9 +207,15 @@ function TraceTable({ trace }) {
             <td class="content" title=${c.id}>${c.content}</td>
             <td class="num">${fmt(c.bm25)}</td>
             <td class="num">${c.dense == null ? "—" : fmt(c.dense)}</td>
+            <td class="num" data-testid="debug-relevance" title=${`dense part ${fmt(c.densePart)} + lexical part ${fmt(c.lexicalPart)}`}>
+              ${fmt(c.relevance)}<br /><small>${fmt(c.densePart, 2)} + ${fmt(c.lexicalPart, 2)}</small>
+            </td>
             <td class="num">${fmt(c.decay)}</td>
             <td class="num">${fmt(c.feedbackWeight, 2)}</td>
-            <td class="num"><strong>${fmt(c.score)}</strong></td>
+            <td class="num">${fmt(c.timeMatch, 2)}</td>
+            <td class="num" data-testid="debug-score" data-score=${c.score} data-relevance=${c.relevance}
+              data-dense-part=${c.densePart} data-lexical-part=${c.lexicalPart} data-decay=${c.decay}
+              data-feedback=${c.feedbackWeight} data-time=${c.timeMatch}><strong>${fmt(c.score)}</strong></td>
             <td class="num">${c.tokens ?? "—"}</td>
           </tr>`,
         )}
@@ -336,7 +345,7 @@ function App() {
       <section class="panel" aria-labelledby="s-h">
         <h2 id="s-h">Strategy</h2>
         <div class="field">
-          <label for="debug-strategy">Strategy JSON (empty: the default decay and feedback weights)</label>
+          <label for="debug-strategy">Strategy JSON (empty: the default fusion, decay, feedback and floor)</label>
           <textarea id="debug-strategy" data-testid="debug-strategy" class="code" rows="6" spellcheck="false"
             value=${strategyText} onInput=${(e) => editJson(e.currentTarget.value)}></textarea>
         </div>
@@ -378,8 +387,9 @@ function App() {
           </div>
         </fieldset>
         <p class="hint">
-          score = bm25 × decay × feedback weight. Filters combine with AND; a later
-          time_decay or feedback_weight replaces the default one.
+          score = relevance × decay × feedback × time, and relevance = dense part +
+          lexical part. Filters combine with AND; a later time_decay, feedback_weight,
+          fusion or relevance_floor replaces the default one.
         </p>
       </section>
     </form>

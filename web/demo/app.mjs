@@ -305,16 +305,17 @@ function QueryPanel({ ready, retrieval, onQuery, onFeedback, error, busy }) {
         </span>
         <meter min="0" max=${r.maxTokens || 1} value=${r.tokensUsed} aria-label="Token budget used"></meter>
         <span>${r.memories.length} item${r.memories.length === 1 ? "" : "s"} (max ${r.maxItems})</span>
-        <span>ranking: ${{ bm25: "BM25 × decay × feedback", hybrid: "BM25 and dense (MiniLM) rankings, each × decay × feedback, fused by RRF", recency: "recency × feedback (no query terms)" }[r.mode]}</span>
+        <span>ranking: ${{ bm25: "relevance (share of the query's BM25 weight) × decay × feedback × time", hybrid: "relevance (cosine + BM25 share²) × decay × feedback × time", recency: "recency × feedback (no query terms)" }[r.mode]}</span>
       </p>
-      ${!r.memories.length && html`<p class="empty">Nothing retrieved for this query.</p>`}
+      ${!r.memories.length && html`<p class="empty" data-testid="nothing-relevant">Nothing relevant to this query in memory, so nothing is injected.</p>`}
       <ol class="items" id="results" data-testid="results" aria-label="Retrieved memories">
         ${r.memories.map(
           (m, i) => html`<li key=${m.item.id} data-testid="result-item" data-id=${m.item.id} data-score=${m.score}>
             <p class="content"><span class="score" title="final score">${i + 1}. ${m.score.toFixed(3)}</span> ${m.item.content}</p>
             <div class="meta">
-              <span title="BM25 × decay × feedback weight">
-                ${m.bm25.toFixed(2)} × ${m.decay.toFixed(2)} × ${m.feedbackWeight.toFixed(2)}
+              <span data-testid="score-parts" title=${`relevance (${m.densePart.toFixed(3)} dense + ${m.lexicalPart.toFixed(3)} lexical) × decay × feedback × time = score`}
+                data-relevance=${m.relevance} data-decay=${m.decay} data-feedback=${m.feedbackWeight} data-time=${m.timeMatch}>
+                ${m.relevance.toFixed(3)} × ${m.decay.toFixed(2)} × ${m.feedbackWeight.toFixed(2)} × ${m.timeMatch.toFixed(2)} = ${m.score.toFixed(3)}
               </span>
               <span>${m.tokens} tokens</span>
             </div>
