@@ -414,8 +414,7 @@ async def test_str_replace_requires_exactly_one_match(kv, memory):
         memory, "no_match", command="str_replace", path="/memories/p.md", old_str="tea", new_str=""
     )
     assert none.content.startswith(
-        "No replacement was performed, old_str `tea` did not appear verbatim in "
-        "/memories/p.md."
+        "No replacement was performed, old_str `tea` did not appear verbatim in /memories/p.md."
     )
     two = await fail(
         memory, "multiple_matches", command="str_replace", path="/memories/p.md", old_str="- ",

@@ -174,7 +174,9 @@ _ANTHROPIC_PARAMETERS: dict[str, Any] = {
 }
 
 
-def _error(content: str, artifact: dict[str, Any], code: str, *, prefix: str = "Error: ") -> ToolResult:
+def _error(
+    content: str, artifact: dict[str, Any], code: str, *, prefix: str = "Error: "
+) -> ToolResult:
     return ToolResult(
         content=f"{prefix}{content}",
         artifact={**artifact, "outcome": "error", "error": code},
