@@ -127,7 +127,15 @@ def _forbidden_char(text: str) -> str | None:
 
 
 def _shown(value: object, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else repr(value)
+    """``value`` as a bounded excerpt for a message; never raises (an int of 5,000 digits
+    cannot be turned into text, and a model can send one)."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = repr(value)
+        except Exception:  # ValueError for a huge int, RecursionError for deep nesting
+            text = f"<{type(value).__name__} too large to show>"
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -135,52 +143,106 @@ def normalize_memory_path(path: str) -> str:
     """``path`` as the canonical absolute path under ``/memories``, or ValidationError.
 
     Accepts ``/memories`` and ``/memories/<segments>`` with one optional trailing slash;
-    the result is NFC-normalised with no trailing slash. Refuses anything outside the root
-    (``/etc``, ``/memories_x``, relative paths), ``.`` and ``..`` segments, empty segments,
-    backslashes, percent-encoded sequences (``%2e``, ``%2F``), control, bidi and line
-    separator characters, segments over 255 bytes, paths over 1024 bytes and more than
-    16 levels below the root.
+    the result is NFC-normalised with no trailing slash. ``.`` and ``..`` segments are
+    resolved the way the Anthropic SDK helpers resolve them (``/memories/a/../b.txt`` is
+    ``/memories/b.txt``); a path that resolves outside ``/memories`` is refused ("would
+    escape"). Also refused: anything not under the root (``/etc``, ``/memories_x``,
+    relative paths), empty segments, backslashes, percent-encoded sequences (``%2e``,
+    ``%2F``), control, bidi and line separator characters, segments that read as ``.``
+    or ``..`` without being them (U+2025 two-dot leader, fullwidth full stops: their NFKC
+    form, with invisible format characters dropped, is a dot segment or holds a slash),
+    segments over 255 bytes, paths over 1024 bytes and more than 16 levels below the root.
     """
     if not isinstance(path, str):
         raise ValidationError(f"path must be a string, got {type(path).__name__}")
-    if not path:
-        raise ValidationError(f"path is empty; use {MEMORY_ROOT} or a path under it")
     if len(path) > MAX_PATH_BYTES:
-        raise ValidationError(f"path is longer than {MAX_PATH_BYTES} bytes")
+        raise _invalid(path, f"path is longer than {MAX_PATH_BYTES} bytes")
+    if not path.startswith(MEMORY_ROOT):
+        raise ValidationError(f"Path must start with {MEMORY_ROOT}, got: {_shown(path)}")
     bad = _forbidden_char(path)
     if bad is not None:
-        raise ValidationError(f"path contains the control or invisible character {bad}")
+        raise _invalid(path, f"path contains the control or invisible character {bad}")
     if "\\" in path:
-        raise ValidationError("path contains a backslash; separate segments with '/'")
+        raise _invalid(path, "path contains a backslash; separate segments with '/'")
     if _PERCENT_RE.search(path):
-        raise ValidationError(
+        raise _invalid(
+            path,
             "path contains a percent-encoded sequence such as %2e or %2F; "
-            "write the characters themselves"
+            "write the characters themselves",
         )
+    shown = path
     path = unicodedata.normalize("NFC", path)
     if len(path.encode("utf-8")) > MAX_PATH_BYTES:
-        raise ValidationError(f"path is longer than {MAX_PATH_BYTES} bytes")
+        raise _invalid(shown, f"path is longer than {MAX_PATH_BYTES} bytes")
     if path != MEMORY_ROOT and not path.startswith(MEMORY_ROOT + "/"):
-        raise ValidationError(
+        # The SDK helpers read /memoriesX as /memories/X; we refuse the lookalike root.
+        raise _invalid(
+            shown,
             f"path must be {MEMORY_ROOT} or start with {MEMORY_ROOT}/ "
-            f"(for example {MEMORY_ROOT}/notes.md)"
+            f"(for example {MEMORY_ROOT}/notes.md)",
         )
     rest = path[len(MEMORY_ROOT) :]
     if rest.endswith("/"):
         rest = rest[:-1]
     if not rest:
         return MEMORY_ROOT
-    segments = rest[1:].split("/")
-    for segment in segments:
+    # Resolve from the filesystem root as the SDK helpers do (their /memories is a real
+    # directory): /memories/../memories/x is /memories/x; going above the root's parent
+    # can never come back inside.
+    stack = [MEMORY_ROOT[1:]]
+    for segment in rest[1:].split("/"):
         if not segment:
-            raise ValidationError("path has an empty segment ('//'); remove the extra slash")
-        if segment in (".", ".."):
-            raise ValidationError("path has a '.' or '..' segment; write the full path instead")
+            raise _invalid(shown, "path has an empty segment ('//'); remove the extra slash")
+        if segment == ".":
+            continue
+        if segment == "..":
+            if not stack:
+                raise _escape(shown)
+            stack.pop()
+            continue
+        if _reads_as_dots(segment):
+            raise _invalid(
+                shown,
+                f"the segment {segment!r} reads as '.' or '..' or holds a slash once "
+                "Unicode-normalised (NFKC); write plain characters",
+            )
         if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
-            raise ValidationError(f"a path segment is longer than {MAX_SEGMENT_BYTES} bytes")
-    if len(segments) > MAX_DEPTH:
-        raise ValidationError(f"path is more than {MAX_DEPTH} levels below {MEMORY_ROOT}")
-    return MEMORY_ROOT + "/" + "/".join(segments)
+            raise _invalid(shown, f"a path segment is longer than {MAX_SEGMENT_BYTES} bytes")
+        stack.append(segment)
+        if len(stack) > MAX_DEPTH + 1:
+            raise _invalid(shown, f"path is more than {MAX_DEPTH} levels below {MEMORY_ROOT}")
+    if not stack or stack[0] != MEMORY_ROOT[1:]:
+        raise _escape(shown)
+    return "/" + "/".join(stack)
+
+
+def _escape(path: str) -> ValidationError:
+    return ValidationError(f"Path {_shown(path)} would escape {MEMORY_ROOT} directory")
+
+
+def _invalid(path: str, reason: str) -> ValidationError:
+    return ValidationError(f"Invalid path {_shown(path)!r}: {reason}.")
+
+
+def _reads_as_dots(segment: str) -> bool:
+    """Whether ``segment`` (not itself ``.``/``..``) reads as a dot segment or a separator:
+    NFKC folds compatibility forms (two-dot leader, fullwidth full stop and solidus), and
+    format characters (zero-width space, word joiner) are invisible."""
+    if segment.isascii():
+        return False
+    folded = unicodedata.normalize("NFKC", segment)
+    folded = "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+    return folded in (".", "..") or "/" in folded or "\\" in folded
+
+
+def check_key_segments(key: str) -> str | None:
+    """Why a 4-operation tool key is refused, or None: a ``/``-separated segment of it
+    that reads as ``.`` or ``..`` (plain or lookalike) would mislead any consumer that
+    maps keys onto paths."""
+    for segment in key.split("/"):
+        if segment in (".", "..") or _reads_as_dots(segment):
+            return f"`key` has the segment {segment!r}, which reads as '.' or '..' or a slash"
+    return None
 
 
 # --- arguments ------------------------------------------------------------------------------

@@ -33,12 +33,35 @@ def _numbered(lines: list[str], first: int) -> str:
     return "\n".join(f"{first + i:>6}\t{line}" for i, line in enumerate(lines))
 
 
-def _find_all(text: str, sub: str) -> list[int]:
-    found, i = [], text.find(sub)
-    while i != -1:
-        found.append(i)
-        i = text.find(sub, i + 1)
-    return found
+MAX_LINES = 999_999  # the SDK helpers' view limit
+MAX_LISTED_LINES = 50  # line numbers named by a multiple_matches refusal
+
+
+def _matches(text: str, sub: str, max_lines: int = MAX_LISTED_LINES) -> tuple[int, list[int]]:
+    """Where ``sub`` occurs in ``text``, in one pass: ``(count, lines)``.
+
+    ``count`` is 0, 1 or 2 (two or more, overlapping ones included); ``lines`` are the
+    distinct 1-based lines where occurrences start, at most ``max_lines`` + 1 of them (one
+    more than listed says "and more"). After a hit the scan jumps to the next line, and
+    each newline is counted once, so the cost is bounded by the text and ``max_lines``,
+    whatever ``sub`` is (a one-letter ``old_str`` in a file of that letter included).
+    """
+    first = text.find(sub)
+    if first == -1:
+        return 0, []
+    if text.find(sub, first + 1) == -1:
+        return 1, [text.count("\n", 0, first) + 1]
+    lines: list[int] = []
+    line, counted_to, at = 1, 0, first
+    while at != -1 and len(lines) <= max_lines:
+        line += text.count("\n", counted_to, at)
+        counted_to = at
+        lines.append(line)
+        newline = text.find("\n", at)
+        if newline == -1:
+            break
+        at = text.find(sub, newline + 1)
+    return 2, lines
 
 
 # --- the /memories tree (memory_20250818) ---------------------------------------------------
@@ -62,7 +85,17 @@ class _Tree:
 
     async def read(self, path: str) -> str | None:
         raw = await self.kv.get(self.key(path))
-        return None if raw is None else raw.decode("utf-8", errors="replace")
+        if raw is None:
+            return None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            # Showing it with replacement characters would let an edit rewrite the bytes.
+            raise _Fail(
+                "corrupt_record",
+                f"The file {path} is stored as invalid UTF-8 and cannot be read or edited; "
+                "delete it or rename it away, then create it again.",
+            ) from None
 
     async def files_under(self, path: str) -> list[tuple[str, bytes]]:
         """(path, value) of every file strictly under directory ``path``."""
@@ -109,6 +142,11 @@ class _Tree:
                 )
             return await self._listing(path)
         lines = text.split("\n")
+        if len(lines) > MAX_LINES:
+            raise _Fail(
+                "too_many_lines",
+                f"File {path} exceeds maximum line limit of {MAX_LINES:,} lines.",
+            )
         first, last = 1, len(lines)
         if view_range is not None:
             first, last = self._range(view_range, len(lines))
@@ -130,19 +168,22 @@ class _Tree:
                 "It should be a list of two integers [start_line, end_line].",
             )
         first, last = view_range  # type: ignore[misc]
+        # Range-check before formatting: str() of an int past 4,300 digits raises.
+        shown = f"[{_shown(first, 40)}, {_shown(last, 40)}]"
         if not 1 <= first <= n_lines:
             raise _Fail(
                 "invalid_input",
-                f"Invalid `view_range` parameter: [{first}, {last}]. Its first element "
-                f"`{first}` should be within the range of lines of the file: [1, {n_lines}].",
+                f"Invalid `view_range` parameter: {shown}. Its first element "
+                f"`{_shown(first, 40)}` should be within the range of lines of the file: "
+                f"[1, {n_lines}].",
             )
         if last == -1:
             return first, n_lines
         if not first <= last <= n_lines:
             raise _Fail(
                 "invalid_input",
-                f"Invalid `view_range` parameter: [{first}, {last}]. Its second element "
-                f"`{last}` should be -1 or within [{first}, {n_lines}].",
+                f"Invalid `view_range` parameter: {shown}. Its second element "
+                f"`{_shown(last, 40)}` should be -1 or within [{first}, {n_lines}].",
             )
         return first, last
 
@@ -201,22 +242,23 @@ class _Tree:
         self, path: str, old_str: str, new_str: str
     ) -> tuple[str, str, dict[str, Any]]:
         text = await self.file_text(path)
-        found = _find_all(text, old_str)
-        if not found:
+        count, lines = _matches(text, old_str)
+        if not count:
             raise _Fail(
                 "no_match",
                 f"No replacement was performed, old_str `{_shown(old_str, 200)}` did not "
-                f"appear verbatim in {path} (0 matches). View the file and copy the exact text.",
+                f"appear verbatim in {path}.",
             )
-        if len(found) > 1:
-            lines = sorted({text.count("\n", 0, i) + 1 for i in found})
+        if count > 1:
+            listed = ", ".join(map(str, lines[:MAX_LISTED_LINES]))
+            if len(lines) > MAX_LISTED_LINES:
+                listed += ", ..."
             raise _Fail(
                 "multiple_matches",
                 f"No replacement was performed. Multiple occurrences of old_str "
-                f"`{_shown(old_str, 200)}` in lines: {', '.join(map(str, lines))}. "
-                f"Please ensure it is unique ({len(found)} matches; include more context).",
+                f"`{_shown(old_str, 200)}` in lines: {listed}. Please ensure it is unique",
             )
-        at = found[0]
+        at = text.find(old_str)
         new_text = text[:at] + new_str + text[at + len(old_str) :]
         data = _check_size(new_text, self.max_file_bytes, f"The file {path}")
         await self.kv.put_many([(self.key(path), data)])
@@ -239,7 +281,8 @@ class _Tree:
         if not 0 <= insert_line <= len(lines):
             raise _Fail(
                 "invalid_input",
-                f"Invalid `insert_line` parameter: {insert_line}. It should be within the "
+                f"Invalid `insert_line` parameter: {_shown(insert_line, 40)}. It should be "
+                "within the "
                 f"range of lines of the file: [0, {len(lines)}].",
             )
         if insert_text.endswith("\n"):

@@ -57,6 +57,7 @@ from .memory_checks import (
     _run_recorded,
     _shown,
     _str_arg,
+    check_key_segments,
     normalize_memory_path,
 )
 from .memory_commands import _Tree
@@ -173,9 +174,11 @@ _ANTHROPIC_PARAMETERS: dict[str, Any] = {
 }
 
 
-def _error(content: str, artifact: dict[str, Any], code: str) -> ToolResult:
+def _error(
+    content: str, artifact: dict[str, Any], code: str, *, prefix: str = "Error: "
+) -> ToolResult:
     return ToolResult(
-        content=f"Error: {content}",
+        content=f"{prefix}{content}",
         artifact={**artifact, "outcome": "error", "error": code},
         is_error=True,
     )
@@ -211,7 +214,7 @@ def create_anthropic_memory_tool(
         try:
             return normalize_memory_path(raw)
         except ValidationError as exc:
-            raise _Fail("invalid_path", f"Invalid path {_shown(raw)!r}: {exc}.") from None
+            raise _Fail("invalid_path", str(exc)) from None
 
     async def run(
         view: _Recorded, args: dict[str, Any], artifact: dict[str, Any]
@@ -254,7 +257,8 @@ def create_anthropic_memory_tool(
                     kv, lambda view: run(view, args, artifact)
                 )
         except _Fail as exc:
-            return _error(exc.message, artifact, exc.code)
+            # The SDK helpers return the bare message with is_error (no "Error: ").
+            return _error(exc.message, artifact, exc.code, prefix="")
         return ToolResult(content, {**artifact, "outcome": outcome, **extras})
 
     return AnthropicMemoryTool(
@@ -264,6 +268,20 @@ def create_anthropic_memory_tool(
         handler=handler,
         native=native,
     )
+
+
+def _decode_record(raw: bytes) -> dict[str, Any] | None:
+    """A stored 4-operation record, or None when it is not one (corrupt or foreign bytes)."""
+    try:
+        record = loads(raw)
+    except (ValueError, TypeError):
+        return None
+    ok = (
+        isinstance(record, dict)
+        and isinstance(record.get("text"), str)
+        and isinstance(record.get("created_ms"), int)
+    )
+    return record if ok else None
 
 
 def create_memory_tool(
@@ -319,14 +337,27 @@ def create_memory_tool(
         bad = _forbidden_char(key)
         if bad is not None:
             raise _Fail("invalid_key", f"`key` contains the control or invisible character {bad}.")
+        dots = check_key_segments(key)
+        if dots is not None:
+            raise _Fail("invalid_key", dots + "; name it with plain characters.")
         return key
 
     async def run(
         kv: _Recorded, args: dict[str, Any], artifact: dict[str, Any]
     ) -> tuple[str, str, dict]:
-        async def records(start: str) -> list[tuple[str, dict[str, Any]]]:
+        async def records(start: str) -> list[tuple[str, dict[str, Any] | None]]:
             pairs = [pair async for pair in iter_prefix(kv, prefix + start)]  # type: ignore[arg-type]
-            return [(k[len(prefix) :], loads(v)) for k, v in pairs]
+            return [(k[len(prefix) :], _decode_record(v)) for k, v in pairs]
+
+        def readable(raw: bytes, key: str) -> dict[str, Any]:
+            record = _decode_record(raw)
+            if record is None:
+                raise _Fail(
+                    "corrupt_record",
+                    f"The memory {key!r} is stored in an unreadable form. Write it again "
+                    "with operation 'write' (which replaces it) or delete it.",
+                )
+            return record
 
         async def count() -> int:
             return sum([1 async for _ in iter_prefix(kv, prefix)])  # type: ignore[arg-type]
@@ -348,7 +379,10 @@ def create_memory_tool(
             if not found:
                 scope = f" with keys starting with {start!r}" if start else ""
                 return f"No memories stored{scope}.", "listed", {"count": 0}
-            rows = [f"- {k} ({len(r['text'])} chars)" for k, r in found[:MAX_LISTED]]
+            rows = [
+                f"- {k} (unreadable record)" if r is None else f"- {k} ({len(r['text'])} chars)"
+                for k, r in found[:MAX_LISTED]
+            ]
             if len(found) > MAX_LISTED:
                 rows.append(f"... and {len(found) - MAX_LISTED} more; pass a prefix to narrow.")
             noun = "memory" if len(found) == 1 else "memories"
@@ -362,7 +396,7 @@ def create_memory_tool(
                     "not_found",
                     f"No memory is stored under key {key!r}. Use operation 'list' to see keys.",
                 )
-            text = loads(raw)["text"]
+            text = readable(raw, key)["text"]
             return text or f"Memory {key!r} is empty.", "read", {"chars": len(text)}
         if operation == "delete":
             if raw is None:
@@ -378,12 +412,17 @@ def create_memory_tool(
                 "Delete or merge memories before writing new keys.",
             )
         stamp = now()
-        created = stamp if raw is None else loads(raw).get("created_ms", stamp)
+        old = None if raw is None else _decode_record(raw)
+        # Overwriting an unreadable record is how the model repairs it; the artifact says so.
+        created = stamp if old is None else old["created_ms"]
         record = {"created_ms": created, "text": text, "updated_ms": stamp}
         await kv.put_many([(prefix + key, dumps(record).encode("utf-8"))])
         outcome = "created" if raw is None else "updated"
-        verb = "Saved" if raw is None else "Updated"
-        return f"{verb} memory {key!r} ({len(text)} chars).", outcome, {"bytes": size}
+        verb = "Saved" if raw is None else "Updated" if old is not None else "Replaced unreadable"
+        extras: dict[str, Any] = {"bytes": size}
+        if raw is not None and old is None:
+            extras["replaced_corrupt"] = True
+        return f"{verb} memory {key!r} ({len(text)} chars).", outcome, extras
 
     async def handler(args: dict[str, Any]) -> ToolResult:
         operation = args.get("operation")

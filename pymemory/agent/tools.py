@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import NotFoundError, ValidationError
+from ..errors import ValidationError
 
 
 @dataclass(frozen=True)
@@ -47,14 +47,31 @@ class Tool:
         return {"name": self.name, "description": self.description, "input_schema": self.parameters}
 
     async def call(self, args: Mapping[str, Any]) -> ToolResult:
-        """Run the tool. Malformed model input comes back as an error result, never raised."""
+        """Run the tool; never raises. Malformed model input, and any failure of the
+        handler (a bug, the store failing), comes back as an error result whose artifact
+        names the error; the handler wrote nothing then (its writes are one batch)."""
         if not isinstance(args, Mapping):
             return ToolResult(
                 f"Error: {self.name} takes a JSON object of arguments, got {type(args).__name__}",
                 {"tool": self.name, "outcome": "error", "error": "invalid_arguments"},
                 is_error=True,
             )
-        return await self.handler(dict(args))
+        try:
+            return await self.handler(dict(args))
+        except Exception as exc:  # the agent loop must get a result, not an exception
+            code = getattr(exc, "code", None)
+            return ToolResult(
+                f"Error: {self.name} failed ({type(exc).__name__}); nothing was changed. "
+                "Tell the user; retrying the same call will likely fail again.",
+                {
+                    "tool": self.name,
+                    "outcome": "error",
+                    "error": code if isinstance(code, str) else "internal_error",
+                    "exception": type(exc).__name__,
+                    "message": str(exc)[:500],
+                },
+                is_error=True,
+            )
 
 
 class ToolSet:
@@ -86,7 +103,18 @@ class ToolSet:
         return [t.anthropic_schema() for t in self._tools.values()]
 
     async def call(self, name: str, args: Mapping[str, Any]) -> ToolResult:
+        """Dispatch a model's tool call; never raises: an unknown name (a model calling a
+        tool it was not given) is an error result listing the tools it has."""
         tool = self._tools.get(name)
         if tool is None:
-            raise NotFoundError(f"no tool named {name!r}; known: {', '.join(self._tools)}")
+            return ToolResult(
+                f"Error: no tool named {_shown_name(name)}; use one of: {', '.join(self._tools)}.",
+                {"tool": _shown_name(name), "outcome": "error", "error": "unknown_tool"},
+                is_error=True,
+            )
         return await tool.call(args)
+
+
+def _shown_name(name: object) -> str:
+    text = name if isinstance(name, str) else type(name).__name__
+    return repr(text[:80])
