@@ -69,6 +69,20 @@ class StoreClosedError(PymemoryError):
     code = "closed"
 
 
+def shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for an error message, safe for any input: an int too long to print
+    (Python refuses to turn one of over 4300 digits into text) is described by its size,
+    and a long repr is cut to ``limit`` characters."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        digits = int(value.bit_length() * 0.30103) + 1
+        return f"{'-' if value < 0 else ''}an int of about {digits} digits"
+    try:
+        text = repr(value)
+    except ValueError:  # e.g. a container holding such an int
+        return f"a {type(value).__name__} that cannot be shown"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 __all__ = [
     "ConflictError",
     "ImportFormatError",

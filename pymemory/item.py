@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .errors import ValidationError
+from .errors import ValidationError, shown
 
 MemoryType = Literal["message", "tool_result", "user_feedback", "user_preference", "system_event"]
 MEMORY_TYPES: tuple[str, ...] = (
@@ -32,6 +32,8 @@ MAX_REFERENCES = 256
 # The last millisecond of year 9999: later ones are not dates Python (or a reader) can show.
 MAX_TIMESTAMP_MS = 253_402_300_799_999
 MAX_VERSION = 2**53 - 1
+# Integers in metadata: what a JS Number holds exactly (and far below Python's digit limit).
+MAX_METADATA_INT = 2**53
 # Nesting any JSON this package parses may have. Checked before parsing: a deep document
 # would otherwise exhaust the parser's stack (RecursionError in CPython; in Pyodide it can
 # take the whole worker down).
@@ -54,8 +56,8 @@ class Feedback:
     def __post_init__(self) -> None:
         for name in ("liked", "disliked"):
             value = getattr(self, name)
-            if not _is_int(value) or value < 0:
-                raise ValidationError(f"feedback.{name} must be an int >= 0")
+            if not _is_int(value) or not 0 <= value <= MAX_VERSION:
+                raise ValidationError(f"feedback.{name} must be an int in 0..2**53-1")
         if not isinstance(self.important, bool):
             raise ValidationError("feedback.important must be a bool")
 
@@ -74,7 +76,9 @@ class Feedback:
             return replace(self, disliked=self.disliked + 1)
         if kind == "important":
             return replace(self, important=True)
-        raise ValidationError(f"feedback must be one of {', '.join(FEEDBACK_KINDS)}, got {kind!r}")
+        raise ValidationError(
+            f"feedback must be one of {', '.join(FEEDBACK_KINDS)}, got {shown(kind)}"
+        )
 
     @property
     def net(self) -> int:
@@ -120,7 +124,7 @@ class MemoryItem:
         if not 1 <= len(self.content_method) <= 32:
             raise ValidationError("content_method must be a short string")
         if not _is_int(self.version) or not 1 <= self.version <= MAX_VERSION:
-            raise ValidationError(f"version must be an int >= 1, got {self.version!r}")
+            raise ValidationError(f"version must be an int >= 1, got {shown(self.version)}")
 
     @property
     def expires_at(self) -> int | None:
@@ -300,19 +304,19 @@ def check_id(value: object) -> str:
     except ValueError:
         canonical = None
     if canonical != value:
-        raise ValidationError(f"id must be a lowercase canonical UUID, got {value!r}")
+        raise ValidationError(f"id must be a lowercase canonical UUID, got {shown(value)}")
     return value  # type: ignore[return-value]
 
 
 def check_type(value: object) -> str:
     if not isinstance(value, str) or value not in MEMORY_TYPES:
-        raise ValidationError(f"type must be one of {', '.join(MEMORY_TYPES)}, got {value!r}")
+        raise ValidationError(f"type must be one of {', '.join(MEMORY_TYPES)}, got {shown(value)}")
     return value  # type: ignore[return-value]
 
 
 def check_timestamp(value: object, name: str = "timestamp") -> int:
     if not _is_int(value) or not 0 <= value <= MAX_TIMESTAMP_MS:  # type: ignore[operator]
-        raise ValidationError(f"{name} must be an int of epoch milliseconds, got {value!r}")
+        raise ValidationError(f"{name} must be an int of epoch milliseconds, got {shown(value)}")
     return value  # type: ignore[return-value]
 
 
@@ -342,7 +346,7 @@ def check_scope(value: object) -> str:
     if not SCOPE_RE.fullmatch(value):  # type: ignore[arg-type]
         raise ValidationError(
             "scope must be 1-128 characters of letters, digits and _.:/@- "
-            f"(e.g. 'conversation' or 'conversation:42'), got {value!r}"
+            f"(e.g. 'conversation' or 'conversation:42'), got {shown(value)}"
         )
     return value  # type: ignore[return-value]
 
@@ -367,14 +371,21 @@ def check_ttl(value: object) -> int | None:
     if value is None:
         return None
     if not _is_int(value) or not 0 < value <= MAX_TIMESTAMP_MS:  # type: ignore[operator]
-        raise ValidationError(f"ttl_ms must be None or a positive int, got {value!r}")
+        raise ValidationError(f"ttl_ms must be None or a positive int, got {shown(value)}")
     return value  # type: ignore[return-value]
 
 
 def _check_json(value: Any, path: str, depth: int) -> None:
     if depth > MAX_METADATA_DEPTH:
         raise ValidationError(f"metadata nests deeper than {MAX_METADATA_DEPTH} at {path}")
-    if value is None or isinstance(value, (bool, int)):
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not -MAX_METADATA_INT <= value <= MAX_METADATA_INT:
+            raise ValidationError(
+                f"metadata value at {path} is {shown(value)}: integers must be within "
+                f"+-2**53 (what JavaScript reads exactly); store a larger one as a string"
+            )
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -408,7 +419,7 @@ def check_metadata(value: object) -> dict[str, Any]:
         raise ValidationError("metadata.source must be 1-64 characters")
     conf = meta["confidence"]
     if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0.0 <= conf <= 1.0:
-        raise ValidationError(f"metadata.confidence must be a number in 0..1, got {conf!r}")
+        raise ValidationError(f"metadata.confidence must be a number in 0..1, got {shown(conf)}")
     meta["confidence"] = float(conf)
     refs = meta["references"]
     if not isinstance(refs, (list, tuple)) or len(refs) > MAX_REFERENCES:

@@ -21,6 +21,7 @@ from .errors import (
     PymemoryError,
     StoreClosedError,
     ValidationError,
+    shown,
 )
 from .item import (
     FEEDBACK_KINDS,
@@ -937,7 +938,7 @@ class Memory:
             raise ValidationError(f"query must be a string of at most {MAX_QUERY_CHARS} chars")
         for name, value in (("max_items", max_items), ("max_tokens", max_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValidationError(f"{name} must be an int >= 1, got {value!r}")
+                raise ValidationError(f"{name} must be an int >= 1, got {shown(value)}")
         if not isinstance(trace, bool) or not isinstance(condense, bool):
             raise ValidationError("trace and condense must be bools")
         plan = compile_strategy(coerce(strategy))

@@ -33,7 +33,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from ..errors import ConflictError, ValidationError
+from ..errors import ConflictError, ValidationError, shown
 from ..item import dumps
 from ..retrieval.tokens import HeuristicTokenCounter, TokenCounter
 from .blocks import MemoryBlockSet
@@ -52,7 +52,7 @@ STATE_FORMAT = 1
 
 def _check_int(name: str, value: object, lo: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise ValidationError(f"{name} must be an int >= {lo}, got {value!r}")
+        raise ValidationError(f"{name} must be an int >= {lo}, got {shown(value)}")
     return value
 
 

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ..errors import ConflictError, NotFoundError, ValidationError
+from ..errors import ConflictError, NotFoundError, ValidationError, shown
 from ..item import dumps
 from ..storage.base import KvBackend, Writes
 from ..storage.schema import ensure_schema
@@ -85,7 +85,7 @@ def _check_str(name: str, value: object) -> str:
 
 def _check_int(name: str, value: object, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ValidationError(f"{name} must be an int in {lo}..{hi}, got {value!r}")
+        raise ValidationError(f"{name} must be an int in {lo}..{hi}, got {shown(value)}")
     return value
 
 

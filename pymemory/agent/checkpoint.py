@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import NotFoundError, ValidationError
+from ..errors import NotFoundError, ValidationError, shown
 from ..item import dumps
 from ..storage.base import KvBackend, Writes, iter_prefix
 from ..storage.schema import ensure_schema
@@ -61,7 +61,7 @@ def _check_run_id(run_id: object) -> str:
 
 def _check_seq(seq: object) -> int:
     if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= MAX_SEQ:
-        raise ValidationError(f"seq must be an int in 1..{MAX_SEQ}, got {seq!r}")
+        raise ValidationError(f"seq must be an int in 1..{MAX_SEQ}, got {shown(seq)}")
     return seq
 
 
@@ -171,7 +171,7 @@ class _Base:
         meta_json = canonical_json(dict(metadata or {}), "metadata", max_bytes=MAX_METADATA_BYTES)
         now = self._clock()
         if isinstance(now, bool) or not isinstance(now, int) or now < 0:
-            raise ValidationError(f"clock() must return an int of epoch ms, got {now!r}")
+            raise ValidationError(f"clock() must return an int of epoch ms, got {shown(now)}")
         cp = Checkpoint(run_id, seq, now, json.loads(state_json), json.loads(meta_json))
         return cp, cp.to_json()
 

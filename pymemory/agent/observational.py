@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from ..errors import ValidationError
+from ..errors import ValidationError, shown
 from ..item import check_json_depth, dumps
 from ..retrieval.tokens import HeuristicTokenCounter, TokenCounter
 from ..storage import KvBackend, MapKv, Writes, iter_prefix
@@ -199,7 +199,7 @@ class ObservationalMemory:
             ("keep_recent_steps", keep_recent_steps, 0),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValidationError(f"{name} must be an int >= {low}, got {value!r}")
+                raise ValidationError(f"{name} must be an int >= {low}, got {shown(value)}")
         self.observer_model = observer_model
         self.session_id = session_id
         self.prefix = f"{KEY_PREFIX}{_session_key(session_id)}:"

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ..errors import ValidationError
+from ..errors import ValidationError, shown
 from ..item import dumps
 from ..retrieval.analyzer import analyze
 from ..retrieval.bm25 import Bm25Index
@@ -217,13 +217,15 @@ def _check_ttl(ttl: object, name: str = "ttl_ms") -> int | None:
     if ttl is None:
         return None
     if isinstance(ttl, bool) or not isinstance(ttl, int) or not 0 < ttl <= MAX_MS:
-        raise ValidationError(f"{name} must be None or a positive int of milliseconds, got {ttl!r}")
+        raise ValidationError(
+            f"{name} must be None or a positive int of milliseconds, got {shown(ttl)}"
+        )
     return ttl
 
 
 def _check_limit(limit: object) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValidationError(f"limit must be an int >= 1, got {limit!r}")
+        raise ValidationError(f"limit must be an int >= 1, got {shown(limit)}")
     return limit
 
 
@@ -320,7 +322,7 @@ class StructuredMemory:
     def _now(self) -> int:
         now = self._clock()
         if isinstance(now, bool) or not isinstance(now, int) or now < 0:
-            raise ValidationError(f"clock() must return an int of epoch ms, got {now!r}")
+            raise ValidationError(f"clock() must return an int of epoch ms, got {shown(now)}")
         return now
 
     async def _current(self, namespace: str, key: str) -> Entry | None:

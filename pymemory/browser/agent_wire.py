@@ -16,7 +16,7 @@ from ..agent.llm import AnthropicModel, OpenAIChatModel, RuleObserver
 from ..agent.observational import Observation
 from ..agent.structured import Entry
 from ..agent.tools import ToolResult
-from ..errors import PymemoryError, ValidationError
+from ..errors import PymemoryError, ValidationError, shown
 from .params import _params
 
 MAX_SESSION_ID_CHARS = 128
@@ -106,7 +106,7 @@ def _str(name: str, value: object) -> str:
 
 def _int(name: str, value: object, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValidationError(f"{name} must be an integer >= {low}, got {value!r}")
+        raise ValidationError(f"{name} must be an integer >= {low}, got {shown(value)}")
     return value
 
 

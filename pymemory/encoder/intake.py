@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ValidationError
+from ..errors import ValidationError, shown
 from ..item import (
     MEMORY_TYPES,
     MemoryItem,
@@ -48,7 +48,7 @@ async def build_item(
         if value is not None and not isinstance(value, str):
             raise ValidationError(f"{name} must be a string, got {type_name(value)}")
     if not isinstance(type, str) or type not in MEMORY_TYPES:
-        raise ValidationError(f"type must be one of {', '.join(MEMORY_TYPES)}, got {type!r}")
+        raise ValidationError(f"type must be one of {', '.join(MEMORY_TYPES)}, got {shown(type)}")
     if metadata is not None and not isinstance(metadata, Mapping):
         raise ValidationError(f"metadata must be a dict, got {type_name(metadata)}")
     raw = text if text is not None else content

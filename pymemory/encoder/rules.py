@@ -26,7 +26,7 @@ delete. The one exception is JSON, whose ``\\uXXXX`` escapes are decoded.
 
 from __future__ import annotations
 
-from ..errors import ValidationError
+from ..errors import ValidationError, shown
 from .base import MAX_CONTENT_CHARS, MEMORY_TYPES, Encoded, Encoder
 from .compress import _Candidate, _compress, _join, _select, _truncate
 from .cues import _HUMAN_TYPES, _is_pleasantry, _is_signature, _score
@@ -54,7 +54,7 @@ class RuleEncoder:
 
     def __init__(self, max_chars: int = MAX_CONTENT_CHARS) -> None:
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-            raise ValidationError(f"max_chars must be a positive int, got {max_chars!r}")
+            raise ValidationError(f"max_chars must be a positive int, got {shown(max_chars)}")
         self.max_chars = max_chars
 
     def summarize(self, text: str, *, type: str = "message") -> str:

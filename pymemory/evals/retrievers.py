@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import ValidationError
+from ..errors import ValidationError, shown
 from ..memory import Memory
 from ..models.embedding import Embedder, check_embeddings
 from ..retrieval.strategies import Strategy
@@ -51,7 +51,7 @@ class ScoredRetriever(Retriever, Protocol):
 
 def _check_k(k: object) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValidationError(f"k must be an int >= 1, got {k!r}")
+        raise ValidationError(f"k must be an int >= 1, got {shown(k)}")
     return k
 
 

@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import PymemoryError, ValidationError
+from ..errors import PymemoryError, ValidationError, shown
 
 __all__ = [
     "EMBEDDERS",
@@ -127,7 +127,7 @@ class HashingEmbedder:
         seed: int = 0,
     ) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 65536:
-            raise ValidationError(f"dim must be an int in 1..65536, got {dim!r}")
+            raise ValidationError(f"dim must be an int in 1..65536, got {shown(dim)}")
         if not (isinstance(ngram_min, int) and isinstance(ngram_max, int)):
             raise ValidationError("ngram_min and ngram_max must be ints")
         if not 1 <= ngram_min <= ngram_max <= 16:

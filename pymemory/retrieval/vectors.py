@@ -58,7 +58,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import ValidationError
+from ..errors import ValidationError, shown
 
 __all__ = [
     "BLOCK_ROWS",
@@ -149,7 +149,7 @@ def _inv_norms(rows: np.ndarray) -> np.ndarray:
 
 def _check_dim(dim: object) -> int:
     if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= MAX_DIM:
-        raise ValidationError(f"dim must be an int in 1..{MAX_DIM}, got {dim!r}")
+        raise ValidationError(f"dim must be an int in 1..{MAX_DIM}, got {shown(dim)}")
     return dim
 
 

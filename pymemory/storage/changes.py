@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import StorageError
+from ..errors import StorageError, shown
 from .base import KvBackend, Writes
 
 SEQ_KEY = "meta:seq"
@@ -50,7 +50,7 @@ def decode_seq(raw: bytes | None) -> int:
     except (ValueError, KeyError, TypeError):
         raise StorageError(f"{SEQ_KEY} is unreadable: {raw[:80]!r}") from None
     if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
-        raise StorageError(f"{SEQ_KEY} holds an invalid sequence number {seq!r}")
+        raise StorageError(f"{SEQ_KEY} holds an invalid sequence number {shown(seq)}")
     return seq
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 
-from ..errors import SchemaError
+from ..errors import SchemaError, shown
 from . import KvBackend
 from .base import Writes
 
@@ -72,7 +72,7 @@ async def read_version(kv: KvBackend) -> int | None:
     except (ValueError, KeyError, TypeError):
         raise SchemaError(f"{META_SCHEMA} is unreadable: {raw[:80]!r}") from None
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise SchemaError(f"{META_SCHEMA} holds an invalid version {version!r}")
+        raise SchemaError(f"{META_SCHEMA} holds an invalid version {shown(version)}")
     return version
 
 
