@@ -72,8 +72,14 @@ async def test_import_with_a_lone_surrogate_in_the_last_record_writes_nothing(st
         lambda m: m.retrieve("vault", max_tokens=-HUGE),
     ],
     ids=[
-        "timestamp", "negative timestamp", "ttl_ms", "metadata", "nested metadata",
-        "clear since_ms", "max_items", "max_tokens",
+        "timestamp",
+        "negative timestamp",
+        "ttl_ms",
+        "metadata",
+        "nested metadata",
+        "clear since_ms",
+        "max_items",
+        "max_tokens",
     ],
 )
 async def test_a_5000_digit_int_is_a_validation_error_not_a_bare_value_error(store, call):

@@ -122,7 +122,9 @@ async def test_view_range_with_a_5000_digit_int_is_an_error_result(view_range):
     kv = MapKv()
     tool = create_anthropic_memory_tool(kv)
     await kv.put_many([("fs:/memories/p.md", b"one\ntwo\nthree")])
-    result = await tool.call({"command": "view", "path": "/memories/p.md", "view_range": view_range})
+    result = await tool.call(
+        {"command": "view", "path": "/memories/p.md", "view_range": view_range}
+    )
     assert result.is_error and result.artifact["error"] == "invalid_input"
     assert len(result.content) < 500
 
@@ -154,7 +156,7 @@ async def test_a_corrupt_record_makes_the_4_op_tool_return_an_error_result():
     kv = MapKv()
     tool = create_memory_tool(kv)
     await tool.call({"operation": "write", "key": "k", "text": "fine"})
-    (key, _), = await kv.scan("mt:")
+    ((key, _),) = await kv.scan("mt:")
     await kv.put_many([(key, b"\xff{not json")])
     read = await tool.call({"operation": "read", "key": "k"})
     assert read.is_error and read.artifact["error"] == "corrupt_record"
