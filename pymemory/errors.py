@@ -78,7 +78,7 @@ def shown(value: object, limit: int = 80) -> str:
         return f"{'-' if value < 0 else ''}an int of about {digits} digits"
     try:
         text = repr(value)
-    except ValueError:  # e.g. a container holding such an int
+    except (ValueError, RecursionError):  # a container holding such an int; deep nesting
         return f"a {type(value).__name__} that cannot be shown"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

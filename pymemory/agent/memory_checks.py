@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ..errors import ValidationError
+from ..errors import ValidationError, shown
 from ..storage.base import KvBackend, Writes, iter_prefix
 
 T = TypeVar("T")
@@ -127,16 +127,11 @@ def _forbidden_char(text: str) -> str | None:
 
 
 def _shown(value: object, limit: int = 120) -> str:
-    """``value`` as a bounded excerpt for a message; never raises (an int of 5,000 digits
-    cannot be turned into text, and a model can send one)."""
-    if isinstance(value, str):
-        text = value
-    else:
-        try:
-            text = repr(value)
-        except Exception:  # ValueError for a huge int, RecursionError for deep nesting
-            text = f"<{type(value).__name__} too large to show>"
-    return text if len(text) <= limit else text[:limit] + "..."
+    """``value`` as a bounded excerpt for a message (a string as is, anything else as
+    :func:`~pymemory.errors.shown` gives it); never raises."""
+    if not isinstance(value, str):
+        return shown(value, limit + 3)
+    return value if len(value) <= limit else value[:limit] + "..."
 
 
 def normalize_memory_path(path: str) -> str:

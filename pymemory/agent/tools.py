@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ValidationError
+from ..errors import ValidationError, shown
 
 
 @dataclass(frozen=True)
@@ -108,13 +108,8 @@ class ToolSet:
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult(
-                f"Error: no tool named {_shown_name(name)}; use one of: {', '.join(self._tools)}.",
-                {"tool": _shown_name(name), "outcome": "error", "error": "unknown_tool"},
+                f"Error: no tool named {shown(name)}; use one of: {', '.join(self._tools)}.",
+                {"tool": shown(name), "outcome": "error", "error": "unknown_tool"},
                 is_error=True,
             )
         return await tool.call(args)
-
-
-def _shown_name(name: object) -> str:
-    text = name if isinstance(name, str) else type(name).__name__
-    return repr(text[:80])
