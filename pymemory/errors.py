@@ -63,6 +63,14 @@ class StorageError(PymemoryError):
     code = "storage_error"
 
 
+class QuotaExceededError(StorageError):
+    """The write would leave less room than the store's reserve (or the disk or the
+    browser's quota ran out). Nothing was written; reads, deletes, ``clear``, ``sweep`` and
+    export keep working, so room can be freed."""
+
+    code = "quota_exceeded"
+
+
 class StoreClosedError(PymemoryError):
     """The store (or its KV backend) has been closed."""
 
@@ -88,6 +96,7 @@ __all__ = [
     "ImportFormatError",
     "NotFoundError",
     "PymemoryError",
+    "QuotaExceededError",
     "SchemaError",
     "StorageError",
     "StoreClosedError",

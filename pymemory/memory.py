@@ -43,6 +43,7 @@ from .retrieval.tokens import TokenCounter, default_token_counter
 from .retrieval.vectors_kv import KvVectorStore
 from .storage import KvBackend, MapKv, Writes, changes, iter_prefix, schema
 from .storage.export import header_line, parse_export, record_line
+from .storage.room import ReportsRoom
 from .storage.transactions import (
     decode_or_none,
     delete_present,
@@ -56,6 +57,9 @@ log = logging.getLogger("pymemory")
 DAY_MS = 86_400_000
 MAX_QUERY_CHARS = 10_000
 WRITE_CHUNK = 1000
+#: Text a forgetting transaction removes at most: on SQLite a delete first copies every
+#: page it zeroes into the write-ahead log, so small batches fit in the disk reserve.
+FORGET_CHUNK_CHARS = 2 * 1024 * 1024
 _UNSET: Any = object()
 
 
@@ -69,6 +73,19 @@ class ImportResult:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _forget_chunk(items: Iterable[MemoryItem]) -> list[str]:
+    """The ids of the next forgetting transaction: WRITE_CHUNK items, FORGET_CHUNK_CHARS
+    of text at most (always at least one)."""
+    ids: list[str] = []
+    chars = 0
+    for item in items:
+        chars += len(item.text) + len(item.content)
+        if ids and (len(ids) == WRITE_CHUNK or chars > FORGET_CHUNK_CHARS):
+            break
+        ids.append(item.id)
+    return ids
 
 
 class Memory:
@@ -776,7 +793,7 @@ class Memory:
             async with self._lock:
                 self._check_open()
                 await self._sync_locked()
-                ids = [i.id for i in self._catalog if match(i)][:WRITE_CHUNK]
+                ids = _forget_chunk(i for i in self._catalog if match(i))
                 if not ids:
                     return total
                 pending = {i: self._pending[i] for i in ids if i in self._pending}
@@ -975,7 +992,8 @@ class Memory:
         return await search_archive(self.kv, query, limit)
 
     async def stats(self) -> dict[str, Any]:
-        """Counts for dashboards and the CLI."""
+        """Counts for dashboards and the CLI; ``storage``: the room left (bytes available,
+        used, the quota and the reserve writes keep; None where the backend cannot tell)."""
         self._check_open()
         await self._sync()
         now = self._clock()
@@ -994,6 +1012,7 @@ class Memory:
             "unreadable_records": len(self._corrupt_keys),
             "schema_version": schema.SCHEMA_VERSION,
             "token_counter": self.token_counter.name,
+            "storage": await self.kv.room() if isinstance(self.kv, ReportsRoom) else None,
         }
 
     # --- export / import --------------------------------------------------------------

@@ -27,6 +27,7 @@ export type ErrorCode =
   | "conflict"
   | "schema_mismatch"
   | "storage_error"
+  | "quota_exceeded"
   | "closed"
   | "boot_failed"
   | "worker_failed"

@@ -7,7 +7,8 @@ export const ERROR_CODES = Object.freeze([
   "not_found", // no memory with that id (or it expired / was archived)
   "conflict", // an imported id exists (pass onConflict), or the item left expectedVersion
   "schema_mismatch", // the database was written by a newer pymemory
-  "storage_error", // IndexedDB failed (quota, aborted transaction); nothing was written
+  "storage_error", // IndexedDB failed (aborted transaction, disk error); nothing was written
+  "quota_exceeded", // the write would cross the storage reserve; nothing was written, deletes still work
   "closed", // the client or database was closed
   "boot_failed", // the worker or an asset could not load (message names the URL), or boot timed out
   "worker_failed", // the worker stopped while calls were in flight; retry after reload

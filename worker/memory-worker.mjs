@@ -151,6 +151,7 @@ async function boot(options) {
   const kwargs = { durability: options.durability ?? "strict" };
   if (options.feedbackFlushMs != null) kwargs.feedback_flush_s = options.feedbackFlushMs / 1000;
   if (options.autoArchiveDays != null) kwargs.auto_archive_days = options.autoArchiveDays;
+  if (options.storageReserveBytes != null) kwargs.reserve_bytes = options.storageReserveBytes;
   // onnxruntime-web loads lazily, on the first model use; one WASM thread unless asked.
   // It runs in the model worker unless `modelWorker: false` (for comparisons).
   ort = options.modelWorker === false ? sameThread : modelWorker;

@@ -55,6 +55,15 @@ function concat(chunks) {
   return blob;
 }
 
+// The origin's storage use and quota as the browser estimates them (null where the
+// runtime has no StorageManager). Workers have it; persist() is for pages only.
+export async function estimate() {
+  const storage = globalThis.navigator?.storage;
+  if (typeof storage?.estimate !== "function") return null;
+  const { usage, quota } = await storage.estimate();
+  return { usage: usage ?? 0, quota: quota ?? 0 };
+}
+
 export async function open(name, durability = "strict") {
   const req = indexedDB.open(name, 1);
   req.onupgradeneeded = () => req.result.createObjectStore(STORE);

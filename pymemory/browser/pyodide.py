@@ -26,10 +26,11 @@ import numpy as np
 from pyodide.code import run_js
 from pyodide.ffi import JsException, create_proxy, to_js
 
-from ..errors import StorageError, StoreClosedError, ValidationError
+from ..errors import QuotaExceededError, StorageError, StoreClosedError, ValidationError
 from ..memory import Memory
 from ..models.runtime import PRIORITY
 from ..storage.base import TransactFn, check_items, check_key, check_prefixes, check_writes
+from ..storage.room import MIB, RoomGuard, RoomReading, check_reserve
 from .api import RpcApi
 
 #: The JS half of IndexedDbKv, package data of pymemory.browser.
@@ -80,23 +81,38 @@ def _split(blob: bytes, lengths: list[int]) -> list[bytes | None]:
     return out
 
 
+#: Room an IndexedDbKv leaves under the origin's quota by default: LevelDB needs free disk
+#: to compact, and a write that fails at the disk's limit can cost the whole database.
+DEFAULT_RESERVE_BYTES = 32 * MIB
+
+
 class IndexedDbKv:
     """KvBackend over one IndexedDB object store (binary UTF-8 keys, so the store's byte
-    order is code point order). Each put_many / delete_many is one transaction."""
+    order is code point order). Each put_many / delete_many is one transaction. Writes
+    keep ``reserve_bytes`` under the origin's quota (``navigator.storage.estimate()``; see
+    :mod:`pymemory.storage.room`)."""
 
-    def __init__(self, handle: Any, name: str) -> None:
+    def __init__(
+        self, handle: Any, name: str, bridge: Any, reserve_bytes: int = DEFAULT_RESERVE_BYTES
+    ) -> None:
         self._h = handle
         self.name = name
         self._closed = False
+        self._bridge = bridge
+        self._room = RoomGuard(reserve_bytes, self._measure)
 
     @classmethod
-    async def open(cls, name: str, durability: str = "strict") -> IndexedDbKv:
+    async def open(
+        cls, name: str, durability: str = "strict", *, reserve_bytes: int = DEFAULT_RESERVE_BYTES
+    ) -> IndexedDbKv:
         """Open (creating if needed) the IndexedDB database ``name``. ``durability`` is
-        ``"strict"`` (a write resolves once it is on disk) or ``"relaxed"``."""
+        ``"strict"`` (a write resolves once it is on disk) or ``"relaxed"``.
+        ``reserve_bytes``: room under the origin's quota writes leave (0: none)."""
         if not isinstance(name, str) or not name:
             raise ValidationError("the IndexedDB database name must be a non-empty string")
         if durability not in ("strict", "relaxed"):
             raise ValidationError(f"durability must be 'strict' or 'relaxed', not {durability!r}")
+        check_reserve(reserve_bytes)
         bridge = await idb_bridge()
         if getattr(js, "indexedDB", None) is None:
             raise StorageError("this JS runtime has no IndexedDB (a browser page or worker has)")
@@ -104,7 +120,22 @@ class IndexedDbKv:
             handle = await bridge.open(name, durability)
         except JsException as exc:
             raise StorageError(f"cannot open IndexedDB database {name!r}: {exc}") from None
-        return cls(handle, name)
+        return cls(handle, name, bridge, reserve_bytes)
+
+    async def _measure(self) -> RoomReading | None:
+        try:
+            est = await self._bridge.estimate()
+        except JsException as exc:
+            raise StorageError(f"navigator.storage.estimate() failed: {exc}") from None
+        if est is None:
+            return None
+        usage, quota = int(est.usage), int(est.quota)
+        return RoomReading(available=max(quota - usage, 0), usage=usage, quota=quota)
+
+    async def room(self) -> dict[str, Any]:
+        """The origin's usage and quota as the browser estimates them, and the reserve."""
+        await self._room.refresh(force=True)
+        return self._room.report()
 
     async def _call(self, method: str, *args: Any) -> Any:
         if self._closed:
@@ -112,6 +143,11 @@ class IndexedDbKv:
         try:
             return await getattr(self._h, method)(*args)
         except JsException as exc:
+            if "QuotaExceededError" in str(exc):
+                raise QuotaExceededError(
+                    f"IndexedDB {method}: the browser's storage is full ({exc}); nothing was"
+                    " written. Delete or clear memories and retry."
+                ) from None
             raise StorageError(f"IndexedDB {method} failed: {exc}") from None
 
     async def get(self, key: str) -> bytes | None:
@@ -135,6 +171,8 @@ class IndexedDbKv:
             raise StoreClosedError(f"the IndexedDB store {self.name!r} is closed")
         if not pairs and not doomed:
             return
+        await self._room.refresh()
+        self._room.check(pairs, doomed)
         blob = b"".join(v for _, v in pairs)
         await self._call(
             "putMany",
@@ -143,6 +181,7 @@ class IndexedDbKv:
             to_js([len(v) for _, v in pairs]),
             to_js(doomed),
         )
+        self._room.wrote(pairs)
 
     async def delete_many(self, keys: Sequence[str]) -> None:
         doomed = [check_key(k) for k in keys]
@@ -166,6 +205,7 @@ class IndexedDbKv:
     ) -> Any:
         keys = [check_key(k) for k in keys]
         prefixes = check_prefixes(list_prefixes)
+        await self._room.refresh()
         outcome: dict[str, Any] = {}
 
         def run(blob: Any, lengths: Any, listed: Any) -> Any:
@@ -175,10 +215,12 @@ class IndexedDbKv:
                 values = _split(blob.to_bytes(), lengths.to_py())
                 writes = fn(values, [list(ks) for ks in listed.to_py()])
                 puts, deletes = check_writes(writes)
+                self._room.check(puts, deletes)
             except BaseException as exc:  # re-raised below, unchanged
                 outcome["error"] = exc
                 return None
             outcome["result"] = writes.result
+            outcome["puts"] = puts
             return to_js(
                 [
                     [k for k, _ in puts],
@@ -199,6 +241,7 @@ class IndexedDbKv:
             proxy.destroy()
         if "error" in outcome:
             raise outcome["error"]
+        self._room.wrote(outcome.get("puts", ()))
         return outcome.get("result")
 
     async def purge(self) -> None:
@@ -234,13 +277,17 @@ class JsTokenCounter:
 
 
 async def open_memory(
-    name: str = "pymemory", *, durability: str = "strict", **memory_options: Any
+    name: str = "pymemory",
+    *,
+    durability: str = "strict",
+    reserve_bytes: int = DEFAULT_RESERVE_BYTES,
+    **memory_options: Any,
 ) -> Memory:
     """A :class:`~pymemory.Memory` over the IndexedDB database ``name``, in this Pyodide
     (no pymemory worker needed). ``memory_options`` go to ``Memory.open`` (e.g.
     ``token_counter``, ``embedder``); ``await memory.close()`` closes the database too.
     Token budgets count o200k_base with the ranks in the wheel (pure Python here)."""
-    kv = await IndexedDbKv.open(name, durability)
+    kv = await IndexedDbKv.open(name, durability, reserve_bytes=reserve_bytes)
     try:
         memory = await Memory.open(kv, **memory_options)
     except BaseException:
@@ -251,14 +298,18 @@ async def open_memory(
 
 
 def create_api(
-    bridge: Any = None, *, durability: str = "strict", **memory_options: Any
+    bridge: Any = None,
+    *,
+    durability: str = "strict",
+    reserve_bytes: int = DEFAULT_RESERVE_BYTES,
+    **memory_options: Any,
 ) -> RpcApi:
     """The API the pymemory worker exposes: one Memory per IndexedDB database name. The
     IndexedDB bridge is pymemory's own (:func:`idb_bridge`); ``bridge`` carries the other
     JS bridges of the worker, if any (``bridge.ort``: onnxruntime-web)."""
 
     async def kv_factory(name: str) -> IndexedDbKv:
-        return await IndexedDbKv.open(name, durability)
+        return await IndexedDbKv.open(name, durability, reserve_bytes=reserve_bytes)
 
     if "token_counter" not in memory_options:
         # A worker without worker/tiktoken.mjs falls back to the heuristic counter.

@@ -7,6 +7,10 @@ several processes can share one file: writers queue on SQLite's write lock (up t
 ``secure_delete`` is on: deleted records are overwritten with zeros in the file, and
 ``purge()`` also checkpoints and truncates the write-ahead log.
 
+Writes keep a reserve of free disk space (``reserve_bytes``, see :mod:`.room`): a write
+that would leave less is refused with QuotaExceededError, deletes may use the reserve, and
+a disk that fills anyway (``SQLITE_FULL``) gives QuotaExceededError with the file intact.
+
 One read runs on the caller's thread: :meth:`SqliteKv.peek`, which the change log uses to
 check its position (a record of a few bytes) before every read of a Memory. It goes
 through a second, read-only connection that never waits for a lock, so it costs a few
@@ -18,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -25,12 +30,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from ..errors import StorageError, StoreClosedError
+from ..errors import QuotaExceededError, StorageError, StoreClosedError
 from .base import TransactFn, check_items, check_key, check_prefixes, check_writes
+from .room import MIB, RoomGuard, RoomReading, check_reserve
 
 log = logging.getLogger("pymemory")
 
 T = TypeVar("T")
+
+#: Free disk space a SqliteKv keeps by default: room for the write-ahead log of deletes.
+DEFAULT_RESERVE_BYTES = 32 * MIB
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID"
 
@@ -61,6 +70,7 @@ class SqliteKv:
         executor: ThreadPoolExecutor,
         path: str,
         busy_timeout_ms: int = 10_000,
+        reserve_bytes: int = DEFAULT_RESERVE_BYTES,
     ) -> None:
         self._conn = conn
         self._executor = executor
@@ -70,6 +80,7 @@ class SqliteKv:
         self._reader: sqlite3.Connection | None = None  # peek()'s, opened on first use
         self._reader_thread: int | None = None
         self._peek_off = path == ":memory:"  # a :memory: store has one connection
+        self._room = RoomGuard(0 if path == ":memory:" else reserve_bytes, self._measure)
 
     @classmethod
     async def open(
@@ -78,9 +89,12 @@ class SqliteKv:
         *,
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
         busy_timeout_ms: int = 10_000,
+        reserve_bytes: int = DEFAULT_RESERVE_BYTES,
     ) -> SqliteKv:
         """Open (or create) the store. ``busy_timeout_ms``: how long a write waits for
-        another connection's write transaction before it fails with StorageError."""
+        another connection's write transaction before it fails with StorageError.
+        ``reserve_bytes``: free disk space writes leave (0: none; deletes may use it)."""
+        check_reserve(reserve_bytes)
         if synchronous not in ("FULL", "NORMAL"):
             raise ValueError("synchronous must be 'FULL' or 'NORMAL'")
         if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int):
@@ -111,7 +125,25 @@ class SqliteKv:
         except BaseException:
             executor.shutdown(wait=False)
             raise
-        return cls(conn, executor, path, busy_timeout_ms)
+        return cls(conn, executor, path, busy_timeout_ms, reserve_bytes)
+
+    async def _measure(self) -> RoomReading | None:
+        try:
+            st = os.statvfs(Path(self.path).parent)
+        except OSError as exc:
+            log.warning("cannot measure free space for %s: %s", self.path, exc)
+            return None
+        usage = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                usage += os.stat(self.path + suffix).st_size
+        return RoomReading(available=st.f_bavail * st.f_frsize, usage=usage)
+
+    async def room(self) -> dict[str, Any]:
+        """The free disk space, what the file uses, and the reserve (see :mod:`.room`)."""
+        if self.path != ":memory:":
+            await self._room.refresh(force=True)
+        return self._room.report()
 
     async def _run(self, fn: Callable[[], T]) -> T:
         if self._closed:
@@ -119,6 +151,11 @@ class SqliteKv:
         try:
             return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
         except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+                raise QuotaExceededError(
+                    f"SQLite ({self.path}): the disk is full; nothing was written. Delete or"
+                    " clear memories (or free disk space) and retry."
+                ) from None
             raise StorageError(f"SQLite ({self.path}): {exc}; nothing was written") from None
 
     def _transaction(self, body: Callable[[sqlite3.Connection], T]) -> T:
@@ -126,10 +163,11 @@ class SqliteKv:
         conn.execute("BEGIN IMMEDIATE")
         try:
             result = body(conn)
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLITE_FULL may have rolled it back already
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
         return result
 
     def _read_many(self, keys: Sequence[str]) -> list[bytes | None]:
@@ -172,13 +210,16 @@ class SqliteKv:
         doomed = [(check_key(k),) for k in deletes]
         if not pairs and not doomed:
             return
+        await self._room.refresh()
 
         def body(conn: sqlite3.Connection) -> None:
+            self._room.check(pairs, doomed)
             if doomed:
                 conn.executemany("DELETE FROM kv WHERE key = ?", doomed)
             conn.executemany("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", pairs)
 
         await self._run(lambda: self._transaction(body))
+        self._room.wrote(pairs)
 
     async def delete_many(self, keys: Sequence[str]) -> None:
         doomed = [(check_key(k),) for k in keys]
@@ -217,6 +258,8 @@ class SqliteKv:
     ) -> Any:
         keys = [check_key(k) for k in keys]
         prefixes = check_prefixes(list_prefixes)
+        await self._room.refresh()
+        landed: list[tuple[str, bytes]] = []
 
         def body(conn: sqlite3.Connection) -> Any:
             # Under BEGIN IMMEDIATE: no other connection writes until COMMIT.
@@ -224,13 +267,17 @@ class SqliteKv:
             listed = [self._list_keys(p) for p in prefixes]
             writes = fn(values, listed)
             puts, deletes = check_writes(writes)
+            self._room.check(puts, deletes)
             if deletes:
                 conn.executemany("DELETE FROM kv WHERE key = ?", [(k,) for k in deletes])
             if puts:
                 conn.executemany("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", puts)
+            landed[:] = puts
             return writes.result
 
-        return await self._run(lambda: self._transaction(body))
+        result = await self._run(lambda: self._transaction(body))
+        self._room.wrote(landed)
+        return result
 
     async def purge(self) -> None:
         """Checkpoint the WAL into the file and truncate it, so deleted records (zeroed in
