@@ -103,7 +103,7 @@ class RoomGuard:
             return
         left = self.available
         stale = self._clock() - self._taken > self._max_age
-        near = left is None or left - self.reserve_bytes < 16 * MIB
+        near = left is not None and left - self.reserve_bytes < 16 * MIB
         if force or stale or near:
             self._reading = await self._measure()
             self._taken = self._clock()

@@ -128,16 +128,19 @@ class SqliteKv:
         return cls(conn, executor, path, busy_timeout_ms, reserve_bytes)
 
     async def _measure(self) -> RoomReading | None:
-        try:
-            st = os.statvfs(Path(self.path).parent)
-        except OSError as exc:
-            log.warning("cannot measure free space for %s: %s", self.path, exc)
-            return None
-        usage = 0
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(OSError):
-                usage += os.stat(self.path + suffix).st_size
-        return RoomReading(available=st.f_bavail * st.f_frsize, usage=usage)
+        def read() -> RoomReading | None:  # file-system calls: on the SQLite thread
+            try:
+                st = os.statvfs(Path(self.path).parent)
+            except OSError as exc:
+                log.warning("cannot measure free space for %s: %s", self.path, exc)
+                return None
+            usage = 0
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(OSError):
+                    usage += os.stat(self.path + suffix).st_size
+            return RoomReading(available=st.f_bavail * st.f_frsize, usage=usage)
+
+        return await self._run(read)
 
     async def room(self) -> dict[str, Any]:
         """The free disk space, what the file uses, and the reserve (see :mod:`.room`)."""
