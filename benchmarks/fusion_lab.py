@@ -32,7 +32,7 @@ from pymemory.retrieval.pipeline import (
     relevance_of,
     time_match_factor,
 )
-from pymemory.retrieval.strategies import Plan
+from pymemory.retrieval.plan import Plan
 from pymemory.retrieval.when import query_window
 
 DAY_MS = 86_400_000

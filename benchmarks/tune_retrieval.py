@@ -48,10 +48,9 @@ sys.path.insert(0, str(HERE.parent))
 import fusion_lab as lab  # noqa: E402
 
 from pymemory.models.embedding import load_embedder  # noqa: E402
+from pymemory.retrieval.plan import Plan, compile_strategy  # noqa: E402
 from pymemory.retrieval.strategies import (  # noqa: E402
     DEFAULT_STRATEGY,
-    Plan,
-    compile_strategy,
     compose,
     fusion,
     relevance_floor,

@@ -7,60 +7,40 @@ import contextlib
 import logging
 import os
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from .encoder import Encoder, Refiner, RuleEncoder
-from .encoder.intake import ADD_FIELDS, build_item, type_name
+from .encoder.intake import UNSET, build_item, build_items, changed_fields, type_name
 from .encoder.refine import RefineWorker
-from .errors import (
-    ConflictError,
-    NotFoundError,
-    PymemoryError,
-    StoreClosedError,
-    ValidationError,
-    shown,
-)
-from .item import (
-    FEEDBACK_KINDS,
-    MAX_VERSION,
-    ArchivedItem,
-    Feedback,
-    MemoryItem,
-    check_id,
-    check_tags,
-)
+from .errors import NotFoundError, PymemoryError, StoreClosedError, ValidationError, shown
+from .item import FEEDBACK_KINDS, MAX_VERSION, ArchivedItem, Feedback, MemoryItem, check_id
 from .models.embedding import Embedder
 from .retrieval.archive import search_archive
-from .retrieval.catalog import Catalog
 from .retrieval.dense import DenseIndex
 from .retrieval.filters import item_matcher
-from .retrieval.pipeline import DenseHits, Retrieval, retrieve
-from .retrieval.strategies import Strategy, coerce, compile_strategy
+from .retrieval.pipeline import Retrieval, retrieve
+from .retrieval.plan import compile_strategy
+from .retrieval.strategies import Strategy, coerce
 from .retrieval.tokens import TokenCounter, default_token_counter
 from .retrieval.vectors_kv import KvVectorStore
-from .storage import KvBackend, MapKv, Writes, changes, iter_prefix, schema
-from .storage.export import header_line, parse_export, record_line
+from .retrieval.view import StoreView
+from .storage import KvBackend, MapKv, Writes, changes, schema
+from .storage.export import export_lines, parse_export
 from .storage.room import ReportsRoom
 from .storage.transactions import (
-    decode_or_none,
-    delete_present,
-    forget_batch,
-    import_batch,
-    stored_live,
+    WRITE_CHUNK,
+    forget_item,
+    merge_feedback,
+    store_refined,
+    update_item,
 )
 
 log = logging.getLogger("pymemory")
 
 DAY_MS = 86_400_000
 MAX_QUERY_CHARS = 10_000
-WRITE_CHUNK = 1000
-#: Text a forgetting transaction removes at most: on SQLite a delete first copies every
-#: page it zeroes into the write-ahead log, so small batches fit in the disk reserve.
-FORGET_CHUNK_CHARS = 2 * 1024 * 1024
-_UNSET: Any = object()
 
 
 @dataclass(frozen=True)
@@ -73,19 +53,6 @@ class ImportResult:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _forget_chunk(items: Iterable[MemoryItem]) -> list[str]:
-    """The ids of the next forgetting transaction: WRITE_CHUNK items, FORGET_CHUNK_CHARS
-    of text at most (always at least one)."""
-    ids: list[str] = []
-    chars = 0
-    for item in items:
-        chars += len(item.text) + len(item.content)
-        if ids and (len(ids) == WRITE_CHUNK or chars > FORGET_CHUNK_CHARS):
-            break
-        ids.append(item.id)
-    return ids
 
 
 class Memory:
@@ -131,12 +98,8 @@ class Memory:
         self._feedback_flush_s = feedback_flush_s
         self._sweep_interval_s = sweep_interval_s
         self._auto_archive_days = auto_archive_days
-        self._catalog = Catalog()
-        # Feedback given here and not stored yet: deltas, added to the stored counts.
-        self._pending: dict[str, Feedback] = {}
-        self._archived: set[str] = set()
-        self._corrupt_keys: set[str] = set()
-        self._seq = 0  # the last change-log sequence number applied here
+        self._view = StoreView(kv, on_drop=self._drop_work)
+        self._catalog = self._view.catalog
         self._lock = asyncio.Lock()
         self._maintenance: asyncio.Task[None] | None = None
         self._closed = False
@@ -203,7 +166,7 @@ class Memory:
                 auto_archive_days=auto_archive_days,
             )
             memory.schema_migrated_from = await schema.ensure_schema(kv)
-            await memory._load()
+            await memory._view.load(None)
         except BaseException:
             if owns:
                 await kv.close()
@@ -229,7 +192,7 @@ class Memory:
             raise ValidationError("an embedder is already attached")
         await self._sync()  # embed what other writers added too
         self._dense = await DenseIndex.open(
-            self.kv, embedder, self._catalog, self._lock, vector_dtype, on_commit=self._advance
+            self.kv, embedder, self._catalog, self._lock, vector_dtype, on_commit=self._view.advance
         )
 
     async def attach_refiner(self, refiner: Refiner) -> None:
@@ -262,107 +225,25 @@ class Memory:
         """The clock (epoch ms) this memory uses, for primitives that share its notion of now."""
         return self._clock
 
-    async def _load(self) -> None:
-        """Read every record into the in-memory view (at open, and when this instance fell
-        further behind than the change log reaches). Updates the view in place."""
-        # The position is read first: a change landing during the scan is logged after it,
-        # so the next sync re-reads it.
-        seq = await changes.read_seq(self.kv)
-        seen: set[str] = set()
-        corrupt: set[str] = set()
-        async for key, raw in iter_prefix(self.kv, schema.MEM):
-            item_id = key[len(schema.MEM) :]
-            try:
-                self._catalog.put(self._with_pending(MemoryItem.from_json(raw)))
-                seen.add(item_id)
-            except PymemoryError as exc:
-                # Keep the record in the store untouched; report it in stats().
-                log.error("skipping unreadable record %s: %s", key, exc)
-                corrupt.add(key)
-        for item_id in [i for i in self._catalog.items if i not in seen]:
-            self._drop_local(item_id)
-        self._corrupt_keys = corrupt
-        self._archived = {k[len(schema.ARC) :] async for k, _ in iter_prefix(self.kv, schema.ARC)}
-        if self._dense is not None:
-            await self._dense.vectors.load()
-        self._seq = seq
-
     # --- other writers: the change log ------------------------------------------------
 
     async def _sync(self) -> None:
         """Apply what other instances changed since this one last looked: one read of the
         store's sequence number when nothing did."""
-        if await changes.read_seq(self.kv) == self._seq:
+        if not await self._view.behind():
             return
         async with self._lock:
             self._check_open()
             await self._sync_locked()
 
     async def _sync_locked(self) -> None:
-        found = await changes.changes_since(self.kv, self._seq)
-        if found.keys is None:
-            log.info("change log does not reach back to %d: reloading the store", self._seq)
-            await self._load()
+        if await self._view.catch_up(self.vectors):
             self._notify("changed", "")
-            return
-        if found.keys:
-            await self._refresh(found.keys)
-            self._notify("changed", "")
-        self._seq = found.seq
 
-    async def _refresh(self, keys: Iterable[str]) -> None:
-        """Re-read these records into the in-memory view (their log said they changed)."""
-        mem, arc, vec = [], [], []
-        for key in keys:
-            for prefix, into in ((schema.MEM, mem), (schema.ARC, arc), (schema.VEC, vec)):
-                if key.startswith(prefix):
-                    into.append(key[len(prefix) :])
-        for start in range(0, len(mem), WRITE_CHUNK):
-            chunk = mem[start : start + WRITE_CHUNK]
-            raws = await self.kv.get_many([schema.mem_key(i) for i in chunk])
-            for item_id, raw in zip(chunk, raws, strict=True):
-                key = schema.mem_key(item_id)
-                self._corrupt_keys.discard(key)
-                if raw is None:
-                    self._drop_local(item_id)
-                    continue
-                try:
-                    item = MemoryItem.from_json(raw)
-                except PymemoryError as exc:
-                    log.error("skipping unreadable record %s: %s", key, exc)
-                    self._corrupt_keys.add(key)
-                    self._drop_local(item_id)
-                    continue
-                self._catalog.put(self._with_pending(item))
-        for start in range(0, len(arc), WRITE_CHUNK):
-            chunk = arc[start : start + WRITE_CHUNK]
-            raws = await self.kv.get_many([schema.arc_key(i) for i in chunk])
-            for item_id, raw in zip(chunk, raws, strict=True):
-                if raw is None:
-                    self._archived.discard(item_id)
-                else:
-                    self._archived.add(item_id)
-        if vec and self._dense is not None:
-            try:
-                await self._dense.vectors.reload(vec)
-            except ValidationError:
-                log.exception("cannot load changed vectors; dense retrieval may miss them")
-
-    def _advance(self, done: changes.Committed) -> None:
-        """After a commit of ours: if nobody else committed since this instance last
-        synced, the view is current up to it (it applied its own change itself)."""
-        if done.before == self._seq:
-            self._seq = done.seq
-
-    def _with_pending(self, item: MemoryItem) -> MemoryItem:
-        delta = self._pending.get(item.id)
-        return item if delta is None else replace(item, feedback=item.feedback.merged(delta))
-
-    def _drop_local(self, item_id: str) -> None:
-        """Forget an item gone from the store: catalog, pending feedback, queued work."""
-        self._catalog.remove(item_id)
-        self._pending.pop(item_id, None)
-        self._cancel_refine(item_id)
+    def _drop_work(self, item_id: str) -> None:
+        """An item is gone from the store: cancel its queued refining and embedding."""
+        if self._refine is not None:
+            self._refine.cancel(item_id)
         if self._dense is not None:
             self._dense.forget([item_id])
 
@@ -455,35 +336,7 @@ class Memory:
     async def add_many(self, entries: Iterable[Mapping[str, Any]]) -> list[MemoryItem]:
         """Store several memories as one atomic batch; each entry holds ``add``'s arguments."""
         self._check_open()
-        if isinstance(entries, (str, bytes, bytearray, Mapping)) or not isinstance(
-            entries, Iterable
-        ):
-            raise ValidationError("add_many() takes a list of dicts of add() arguments")
-        items = []
-        for i, entry in enumerate(entries):
-            if not isinstance(entry, Mapping):
-                raise ValidationError(f"entry {i} must be a dict of add() arguments")
-            unknown = set(entry) - ADD_FIELDS
-            if unknown:
-                names = ", ".join(sorted(map(str, unknown)))
-                raise ValidationError(f"entry {i} has unknown keys: {names}")
-            try:
-                items.append(
-                    await build_item(
-                        self.encoder,
-                        self._clock,
-                        entry.get("text"),
-                        entry.get("content"),
-                        entry.get("type", "message"),
-                        entry.get("metadata"),
-                        entry.get("tags", ()),
-                        entry.get("scope", "global"),
-                        entry.get("ttl_ms"),
-                        entry.get("timestamp"),
-                    )
-                )
-            except ValidationError as exc:
-                raise ValidationError(f"entry {i}: {exc}") from None
+        items = await build_items(self.encoder, self._clock, entries)
         if items:
             await self._insert(items)
         return items
@@ -495,7 +348,7 @@ class Memory:
             done = await changes.commit(self.kv, [], lambda _v, _l: Writes(puts))
             for it in items:
                 self._catalog.put(it)
-            self._advance(done)
+            self._view.advance(done)
         for it in items:
             self._queue_refine(it)
             self._queue_embed(it.id)
@@ -504,13 +357,13 @@ class Memory:
         self,
         id: str,
         *,
-        text: str = _UNSET,
-        content: str = _UNSET,
-        type: str = _UNSET,
-        metadata: Mapping[str, Any] = _UNSET,
-        tags: Sequence[str] = _UNSET,
-        scope: str = _UNSET,
-        ttl_ms: int | None = _UNSET,
+        text: str = UNSET,
+        content: str = UNSET,
+        type: str = UNSET,
+        metadata: Mapping[str, Any] = UNSET,
+        tags: Sequence[str] = UNSET,
+        scope: str = UNSET,
+        ttl_ms: int | None = UNSET,
         expected_version: int | None = None,
     ) -> MemoryItem:
         """Change fields of a memory. New ``text`` without ``content`` is re-summarised.
@@ -530,51 +383,27 @@ class Memory:
             raise ValidationError("expected_version must be None or an int >= 1")
         await self._sync()
         old = self._live(id)
-        fields: dict[str, Any] = {}
-        if text is not _UNSET:
-            if not isinstance(text, str):
-                raise ValidationError(f"text must be a string, got {type_name(text)}")
-            fields["text"] = text
-            if content is _UNSET:
-                kind = old.type if type is _UNSET else type
-                replace(old, text=text, type=kind)  # check size and type before encoding
-                encoded = await self.encoder.encode(text, type=kind)
-                fields["content"], fields["content_method"] = encoded.content, encoded.method
-        if content is not _UNSET:
-            fields["content"], fields["content_method"] = content, "given"
-        for name, value in (("type", type), ("scope", scope), ("ttl_ms", ttl_ms)):
-            if value is not _UNSET:
-                fields[name] = value
-        if metadata is not _UNSET:
-            if not isinstance(metadata, Mapping):
-                raise ValidationError(f"metadata must be a dict, got {type_name(metadata)}")
-            fields["metadata"] = dict(metadata)
-        if tags is not _UNSET:
-            fields["tags"] = check_tags(tags)
-        replace(old, **fields)  # every check, before the transaction
+        fields = await changed_fields(
+            self.encoder,
+            old,
+            text=text,
+            content=content,
+            type=type,
+            metadata=metadata,
+            tags=tags,
+            scope=scope,
+            ttl_ms=ttl_ms,
+        )
         async with self._lock:
             self._check_open()
-            now = self._clock()
-            delta = self._pending.get(id)
-
-            def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
-                current = stored_live(id, values[0], now)
-                if expected_version is not None and current.version != expected_version:
-                    raise ConflictError(
-                        f"memory {id!r} is at version {current.version}, not "
-                        f"{expected_version}: another writer changed it; get() it again"
-                    )
-                if not fields and delta is None:
-                    return Writes(result=current)
-                feedback = current.feedback if delta is None else current.feedback.merged(delta)
-                item = replace(current, **fields, feedback=feedback, version=current.version + 1)
-                return Writes([(schema.mem_key(id), item.to_json().encode())], result=item)
-
+            write = update_item(
+                id, fields, self._view.pending.get(id), self._clock(), expected_version
+            )
             done = await self._commit_on_item(id, write)
             item = done.result
-            self._pending.pop(id, None)
+            self._view.pending.pop(id, None)
             self._catalog.put(item)
-            self._advance(done)
+            self._view.advance(done)
         if item.text != old.text:
             self._queue_embed(id)
         return item
@@ -587,7 +416,7 @@ class Memory:
         try:
             return await changes.commit(self.kv, [schema.mem_key(item_id)], fn)
         except NotFoundError:
-            self._drop_local(item_id)
+            self._view.drop(item_id)
             raise
 
     async def delete(self, id: str, *, expected_version: int | None = None) -> None:
@@ -611,32 +440,16 @@ class Memory:
             raise NotFoundError(f"no memory with id {id!r}") from None  # never a memory's
         async with self._lock:
             self._check_open()
-
-            def forget(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
-                raw, archived = values
-                if raw is None and archived is None:
-                    raise NotFoundError(f"no memory with id {id!r}")
-                if expected_version is not None:
-                    version = None if raw is None else decode_or_none(raw)
-                    if version is None or version.version != expected_version:
-                        found = "archived" if version is None else f"at version {version.version}"
-                        raise ConflictError(
-                            f"memory {id!r} is {found}, not version {expected_version}"
-                        )
-                doomed = [schema.mem_key(id), schema.arc_key(id), schema.vec_key(id)]
-                return Writes(deletes=doomed)
-
+            keys = [schema.mem_key(id), schema.arc_key(id)]
             try:
-                done = await changes.commit(
-                    self.kv, [schema.mem_key(id), schema.arc_key(id)], forget
-                )
+                done = await changes.commit(self.kv, keys, forget_item(id, expected_version))
             except NotFoundError:
-                self._drop_local(id)
+                self._view.drop(id)
                 raise
-            self._drop_local(id)
-            self._archived.discard(id)
-            self._corrupt_keys.discard(schema.mem_key(id))
-            self._advance(done)
+            self._view.drop(id)
+            self._view.archived.discard(id)
+            self._view.corrupt_keys.discard(schema.mem_key(id))
+            self._view.advance(done)
         await self._purge()
 
     async def feedback(
@@ -661,7 +474,8 @@ class Memory:
         async with self._lock:
             item = self._live(id)
             one = Feedback().add(kind)
-            self._pending[id] = self._pending.get(id, Feedback()).merged(one)
+            pending = self._view.pending
+            pending[id] = pending.get(id, Feedback()).merged(one)
             self._catalog.set_feedback(replace(item, feedback=item.feedback.merged(one)))
         if durable:
             _, gone = await self._flush()
@@ -677,37 +491,21 @@ class Memory:
         """Flush; (items written, ids whose feedback was dropped: deleted meanwhile)."""
         self._check_open()
         async with self._lock:
-            if not self._pending:
+            pending = dict(self._view.pending)
+            if not pending:
                 return 0, []
-            pending = dict(self._pending)
             ids = list(pending)
-
-            def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
-                puts, written, gone = [], [], []
-                for item_id, raw in zip(ids, values, strict=True):
-                    current = None if raw is None else decode_or_none(raw)
-                    if current is None:
-                        gone.append(item_id)
-                        continue
-                    item = replace(
-                        current,
-                        feedback=current.feedback.merged(pending[item_id]),
-                        version=current.version + 1,
-                    )
-                    puts.append((schema.mem_key(item_id), item.to_json().encode()))
-                    written.append(item)
-                return Writes(puts, result=(written, gone))
-
+            write = merge_feedback(ids, pending)
             done = await changes.commit(self.kv, [schema.mem_key(i) for i in ids], write)
             written, gone = done.result
             for item_id in ids:
-                del self._pending[item_id]
+                del self._view.pending[item_id]
             for item in written:
                 self._catalog.put(item)
             for item_id in gone:
                 log.info("feedback for %s dropped: the memory was deleted", item_id)
-                self._drop_local(item_id)
-            self._advance(done)
+                self._view.drop(item_id)
+            self._view.advance(done)
             return len(written), gone
 
     async def clear(
@@ -793,21 +591,9 @@ class Memory:
             async with self._lock:
                 self._check_open()
                 await self._sync_locked()
-                ids = _forget_chunk(i for i in self._catalog if match(i))
-                if not ids:
+                removed = await self._view.forget_next(match, archive)
+                if removed is None:
                     return total
-                pending = {i: self._pending[i] for i in ids if i in self._pending}
-
-                write = forget_batch(ids, pending, match, archive)
-                done = await changes.commit(self.kv, [schema.mem_key(i) for i in ids], write)
-                gone, kept, removed = done.result
-                for item_id in gone:
-                    self._drop_local(item_id)
-                for item in kept:
-                    self._catalog.put(self._with_pending(item))
-                if archive:
-                    self._archived.update(i for i in gone)
-                self._advance(done)
                 total += removed
 
     async def _clear_archive(self) -> int:
@@ -817,18 +603,10 @@ class Memory:
             async with self._lock:
                 self._check_open()
                 await self._sync_locked()
-                keys = [schema.arc_key(i) for i in self._archived][:WRITE_CHUNK]
-                keys += sorted(self._corrupt_keys)[: WRITE_CHUNK - len(keys)]
-                if not keys:
+                removed = await self._view.clear_archive_next()
+                if removed is None:
                     return total
-
-                write = delete_present(keys)
-                done = await changes.commit(self.kv, keys, write)
-                for key in keys:
-                    self._archived.discard(key[len(schema.ARC) :])
-                    self._corrupt_keys.discard(key)
-                self._advance(done)
-                total += len(done.result)
+                total += removed
 
     async def _purge(self) -> None:
         """After a forget: ask the backend to scrub deleted records from its files."""
@@ -843,30 +621,14 @@ class Memory:
         if self._refine is not None:
             self._refine.queue(item)
 
-    def _cancel_refine(self, item_id: str) -> None:
-        if self._refine is not None:
-            self._refine.cancel(item_id)
-
     async def _write_refined(self, before: MemoryItem, refined: MemoryItem) -> bool:
         """Store a refined summary (lock held) if the stored item still holds what the
         refiner saw: an edit by any writer meanwhile wins."""
-
-        def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
-            stored = None if values[0] is None else decode_or_none(values[0])
-            if stored is None or stored.content != before.content or stored.text != before.text:
-                return Writes(result=None)
-            item = replace(
-                stored,
-                content=refined.content,
-                content_method=refined.content_method,
-                version=stored.version + 1,
-            )
-            return Writes([(schema.mem_key(item.id), item.to_json().encode())], result=item)
-
+        write = store_refined(before, refined)
         done = await changes.commit(self.kv, [schema.mem_key(refined.id)], write)
         if done.result is not None:
-            self._catalog.put(self._with_pending(done.result))
-        self._advance(done)
+            self._view.put(done.result)
+        self._view.advance(done)
         return done.result is not None
 
     async def refine_idle(self) -> None:
@@ -960,7 +722,10 @@ class Memory:
             raise ValidationError("trace and condense must be bools")
         plan = compile_strategy(coerce(strategy))
         await self._sync()  # what other writers added, changed or forgot
-        dense, notes = await self._dense_candidates(query, plan.fusion.depth)
+        if self._dense is None:
+            dense, notes = None, ("dense retrieval off: no embedder; ranked by BM25",)
+        else:
+            dense, notes = await self._dense.candidates(query, plan.fusion.depth)
         return retrieve(
             self._catalog,
             query,
@@ -974,13 +739,6 @@ class Memory:
             notes=notes,
             condense_to_fit=condense,
         )
-
-    async def _dense_candidates(
-        self, query: str, depth: int
-    ) -> tuple[DenseHits | None, tuple[str, ...]]:
-        if self._dense is None:
-            return None, ("dense retrieval off: no embedder; ranked by BM25",)
-        return await self._dense.candidates(query, depth)
 
     async def search_archive(self, query: str = "", *, limit: int = 10) -> list[ArchivedItem]:
         """Search the archive (loaded from the store on demand). Empty query: newest first."""
@@ -996,20 +754,8 @@ class Memory:
         used, the quota and the reserve writes keep; None where the backend cannot tell)."""
         self._check_open()
         await self._sync()
-        now = self._clock()
-        items = list(self._catalog)
-        live = [i for i in items if not i.is_expired(now)]
         return {
-            "items": len(live),
-            "expired_pending_sweep": len(items) - len(live),
-            "archived": len(self._archived),
-            "by_type": dict(sorted(Counter(i.type for i in live).items())),
-            "by_scope": dict(sorted(Counter(i.scope for i in live).items())),
-            "by_method": dict(sorted(Counter(i.content_method for i in live).items())),
-            "oldest_ms": min((i.timestamp for i in live), default=None),
-            "newest_ms": max((i.timestamp for i in live), default=None),
-            "pending_feedback": len(self._pending),
-            "unreadable_records": len(self._corrupt_keys),
+            **self._view.counts(self._clock()),
             "schema_version": schema.SCHEMA_VERSION,
             "token_counter": self.token_counter.name,
             "storage": await self.kv.room() if isinstance(self.kv, ReportsRoom) else None,
@@ -1022,17 +768,8 @@ class Memory:
         order), each line ending in a newline. ``import_`` of it round-trips exactly."""
         self._check_open()
         await self.flush()
-        yield header_line()
-        for prefix, kind in ((schema.MEM, "memory"), (schema.ARC, "archived")):
-            async for key, raw in iter_prefix(self.kv, prefix):
-                if key in self._corrupt_keys:
-                    continue
-                try:
-                    line = record_line(kind, raw)
-                except ValidationError as exc:  # written by someone else since our last look
-                    log.error("export skips unreadable record %s: %s", key, exc)
-                    continue
-                yield line
+        async for line in export_lines(self.kv, skip=self._view.corrupt_keys):
+            yield line
 
     async def import_(
         self,
@@ -1074,18 +811,7 @@ class Memory:
                 chunk = records[start : start + chunk_size]
                 # The first batch of an "error" import also checks every later id.
                 checked = records if (start == 0 and on_conflict == "error") else chunk
-                keys = [k for r in checked for k in (schema.mem_key(r.id), schema.arc_key(r.id))]
-                write = import_batch(chunk, checked, on_conflict)
-                done = await changes.commit(self.kv, keys, write)
-                outcome = done.result
-                for item in outcome.memories:
-                    self._catalog.put(item)
-                    self._pending.pop(item.id, None)
-                    self._archived.discard(item.id)
-                for arc in outcome.archived:
-                    self._drop_local(arc.id)
-                    self._archived.add(arc.id)
-                self._advance(done)
+                outcome = await self._view.import_chunk(chunk, checked, on_conflict)
                 added += outcome.added
                 replaced += outcome.replaced
                 skipped += outcome.skipped

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from pymemory.agent.assembler import MessageAssembler
-from pymemory.agent.blocks import MemoryBlockSet, core_memory_tools
+from pymemory.agent.block_tools import core_memory_tools
+from pymemory.agent.blocks import MemoryBlockSet
 from pymemory.agent.tools import Tool, ToolResult, ToolSet
 from pymemory.errors import ConflictError, ValidationError
 from pymemory.item import dumps

@@ -2,13 +2,13 @@ import json
 
 import pytest
 
+from pymemory.agent.block_tools import core_memory_tools
 from pymemory.agent.blocks import (
     DEFAULT_BLOCK_LIMIT,
     DEFAULT_MAX_BLOCKS,
     MemoryBlock,
     MemoryBlockSet,
     block_key,
-    core_memory_tools,
 )
 from pymemory.agent.tools import ToolSet
 from pymemory.errors import ConflictError, NotFoundError, ValidationError

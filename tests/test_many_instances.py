@@ -96,7 +96,7 @@ async def test_an_instance_behind_the_change_log_reloads(tmp_path, monkeypatch):
         await a.add(f"note {i}")
     await a.delete(first.id)
     assert len(await a.kv.scan("chg:")) == 5
-    found = await changes.changes_since(b.kv, b._seq)
+    found = await changes.changes_since(b.kv, b._view.seq)
     assert found.keys is None  # too far behind: B reloads everything
     assert sorted(i.content for i in await b.list()) == sorted(f"note {i}" for i in range(8))
     await close(a, b)

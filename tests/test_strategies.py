@@ -6,6 +6,7 @@ import pytest
 
 from pymemory import StrategyError
 from pymemory.item import MEMORY_TYPES
+from pymemory.retrieval.plan import compile_strategy
 from pymemory.retrieval.strategies import (
     DECAY_FLOOR,
     DECAY_HALF_LIFE_HOURS,
@@ -13,7 +14,6 @@ from pymemory.retrieval.strategies import (
     by_scope,
     by_tag,
     by_type,
-    compile_strategy,
     compose,
     feedback_weight,
     from_dict,

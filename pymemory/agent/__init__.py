@@ -1,7 +1,8 @@
 """Agent primitives from seeds 000, 001 and 004, all on the core KvBackend."""
 
 from .assembler import MessageAssembler
-from .blocks import MemoryBlock, MemoryBlockSet, core_memory_tools
+from .block_tools import core_memory_tools
+from .blocks import MemoryBlock, MemoryBlockSet
 from .checkpoint import Checkpoint, Checkpointer, InMemoryCheckpointer, KvCheckpointer
 from .memory_agent import (
     BudgetAlreadyExceededError,

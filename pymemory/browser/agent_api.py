@@ -59,7 +59,8 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..agent.blocks import DEFAULT_MAX_BLOCKS, MemoryBlockSet, block_key, core_memory_tools
+from ..agent.block_tools import core_memory_tools
+from ..agent.blocks import DEFAULT_MAX_BLOCKS, MemoryBlockSet, block_key
 from ..agent.llm import RuleObserver
 from ..agent.llm.base import excerpt, parse_arguments
 from ..agent.memory_tool import AnthropicMemoryTool

@@ -1,8 +1,10 @@
-"""Raw input -> a new :class:`~pymemory.item.MemoryItem`: ``add()``'s checks and stage 1."""
+"""Raw input -> a :class:`~pymemory.item.MemoryItem`: the checks and stage 1 of
+``add()``, ``add_many()`` and ``update()``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError, shown
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 ADD_FIELDS = frozenset(
     {"text", "content", "type", "metadata", "tags", "scope", "ttl_ms", "timestamp"}
 )
+#: An ``update()`` argument not given (None is a value: ``ttl_ms=None`` removes the TTL).
+UNSET: Any = object()
 
 
 async def build_item(
@@ -82,6 +86,80 @@ async def build_item(
         ttl_ms=ttl_ms,
         content_method=method,
     )
+
+
+async def build_items(
+    encoder: Encoder, clock: Callable[[], int], entries: Iterable[Mapping[str, Any]]
+) -> list[MemoryItem]:
+    """``add_many()``: every entry (a dict of ``add()``'s arguments) checked and summarised;
+    ValidationError names the first bad entry."""
+    if isinstance(entries, (str, bytes, bytearray, Mapping)) or not isinstance(entries, Iterable):
+        raise ValidationError("add_many() takes a list of dicts of add() arguments")
+    items = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            raise ValidationError(f"entry {i} must be a dict of add() arguments")
+        unknown = set(entry) - ADD_FIELDS
+        if unknown:
+            names = ", ".join(sorted(map(str, unknown)))
+            raise ValidationError(f"entry {i} has unknown keys: {names}")
+        try:
+            items.append(
+                await build_item(
+                    encoder,
+                    clock,
+                    entry.get("text"),
+                    entry.get("content"),
+                    entry.get("type", "message"),
+                    entry.get("metadata"),
+                    entry.get("tags", ()),
+                    entry.get("scope", "global"),
+                    entry.get("ttl_ms"),
+                    entry.get("timestamp"),
+                )
+            )
+        except ValidationError as exc:
+            raise ValidationError(f"entry {i}: {exc}") from None
+    return items
+
+
+async def changed_fields(
+    encoder: Encoder,
+    old: MemoryItem,
+    *,
+    text: Any,
+    content: Any,
+    type: Any,
+    metadata: Any,
+    tags: Any,
+    scope: Any,
+    ttl_ms: Any,
+) -> dict[str, Any]:
+    """``update()``'s arguments (UNSET where not given) checked against ``old`` and turned
+    into the fields to replace; new ``text`` without ``content`` is re-summarised."""
+    fields: dict[str, Any] = {}
+    if text is not UNSET:
+        if not isinstance(text, str):
+            raise ValidationError(f"text must be a string, got {type_name(text)}")
+        fields["text"] = text
+        if content is UNSET:
+            kind = old.type if type is UNSET else type
+            replace(old, text=text, type=kind)  # check size and type before encoding
+            encoded = await encoder.encode(text, type=kind)
+            fields["content"], fields["content_method"] = encoded.content, encoded.method
+    if content is not UNSET:
+        fields["content"], fields["content_method"] = content, "given"
+    for name, value in (("type", type), ("scope", scope), ("ttl_ms", ttl_ms)):
+        if value is not UNSET:
+            fields[name] = value
+    if metadata is not UNSET:
+        if not isinstance(metadata, Mapping):
+            raise ValidationError(f"metadata must be a dict, got {type_name(metadata)}")
+        fields["metadata"] = dict(metadata)
+    if tags is not UNSET:
+        fields["tags"] = check_tags(tags)
+    replace(old, **fields)  # every check, before the transaction
+    return fields
 
 
 def type_name(value: object) -> str:

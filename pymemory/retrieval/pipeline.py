@@ -37,7 +37,8 @@ from ..item import MEMORY_TYPES, MemoryItem
 from .analyzer import analyze
 from .catalog import TYPE_CODE, Catalog
 from .fusion import lexical_share, rrf_fusion, score_fusion
-from .strategies import HOUR_MS, Plan
+from .plan import Plan
+from .strategies import HOUR_MS
 from .tokens import TokenCounter
 from .when import find_time_phrase
 

@@ -10,11 +10,16 @@ raises :class:`~pymemory.errors.ImportFormatError` (naming the line) and changes
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import AsyncIterator, Collection, Iterable
 from typing import Any
 
 from ..errors import ImportFormatError, ValidationError
 from ..item import ArchivedItem, MemoryItem, dumps, loads
+from . import schema
+from .base import KvBackend, iter_prefix
+
+log = logging.getLogger("pymemory")
 
 EXPORT_FORMAT = "pymemory-export"
 EXPORT_VERSION = 1
@@ -28,6 +33,22 @@ def record_line(kind: str, raw: bytes) -> str:
     """One stored record (``kind`` "memory" or "archived") as an export line."""
     item: Any = loads(raw)
     return dumps({"kind": kind, "item": item}) + "\n"
+
+
+async def export_lines(kv: KvBackend, skip: Collection[str] = ()) -> AsyncIterator[str]:
+    """The store as export lines: the header, then memories and archived items in key
+    order; records under the keys in ``skip`` and unreadable ones are left out."""
+    yield header_line()
+    for prefix, kind in ((schema.MEM, "memory"), (schema.ARC, "archived")):
+        async for key, raw in iter_prefix(kv, prefix):
+            if key in skip:
+                continue
+            try:
+                line = record_line(kind, raw)
+            except ValidationError as exc:  # written by someone else since our last look
+                log.error("export skips unreadable record %s: %s", key, exc)
+                continue
+            yield line
 
 
 def parse_export(lines: Iterable[str]) -> tuple[list[MemoryItem], list[ArchivedItem]]:

@@ -5,8 +5,9 @@ read and returns the ``Writes`` to apply, all in one backend transaction)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..errors import ConflictError, NotFoundError, PymemoryError
 from ..item import ArchivedItem, Feedback, MemoryItem
@@ -16,6 +17,12 @@ from .base import Writes
 log = logging.getLogger("pymemory")
 
 Transaction = Callable[[list[bytes | None], list[list[str]]], Writes]
+
+#: Records a batch reads or writes at most (imports, refreshes, forgetting).
+WRITE_CHUNK = 1000
+#: Text a forgetting transaction removes at most: on SQLite a delete first copies every
+#: page it zeroes into the write-ahead log, so small batches fit in the disk reserve.
+FORGET_CHUNK_CHARS = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,108 @@ def forget_batch(
                 puts.append((schema.arc_key(item_id), record))
         removed = len(deletes) // 2
         return Writes(puts, deletes, result=(gone, kept, removed))
+
+    return write
+
+
+def forget_chunk(items: Iterable[MemoryItem]) -> list[str]:
+    """The ids of the next forgetting transaction: WRITE_CHUNK items, FORGET_CHUNK_CHARS
+    of text at most (always at least one)."""
+    ids: list[str] = []
+    chars = 0
+    for item in items:
+        chars += len(item.text) + len(item.content)
+        if ids and (len(ids) == WRITE_CHUNK or chars > FORGET_CHUNK_CHARS):
+            break
+        ids.append(item.id)
+    return ids
+
+
+def update_item(
+    item_id: str,
+    fields: Mapping[str, Any],
+    delta: Feedback | None,
+    now_ms: int,
+    expected_version: int | None,
+) -> Transaction:
+    """``update()``: ``fields`` and the pending feedback ``delta`` onto the stored item,
+    as its next version; result: the item as stored."""
+
+    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+        current = stored_live(item_id, values[0], now_ms)
+        if expected_version is not None and current.version != expected_version:
+            raise ConflictError(
+                f"memory {item_id!r} is at version {current.version}, not "
+                f"{expected_version}: another writer changed it; get() it again"
+            )
+        if not fields and delta is None:
+            return Writes(result=current)
+        feedback = current.feedback if delta is None else current.feedback.merged(delta)
+        item = replace(current, **fields, feedback=feedback, version=current.version + 1)
+        return Writes([(schema.mem_key(item_id), item.to_json().encode())], result=item)
+
+    return write
+
+
+def forget_item(item_id: str, expected_version: int | None) -> Transaction:
+    """``delete()`` over the stored (memory, archived) records of one id: the item, its
+    archived copy and its vector go."""
+
+    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+        raw, archived = values
+        if raw is None and archived is None:
+            raise NotFoundError(f"no memory with id {item_id!r}")
+        if expected_version is not None:
+            version = None if raw is None else decode_or_none(raw)
+            if version is None or version.version != expected_version:
+                found = "archived" if version is None else f"at version {version.version}"
+                raise ConflictError(
+                    f"memory {item_id!r} is {found}, not version {expected_version}"
+                )
+        doomed = [schema.mem_key(item_id), schema.arc_key(item_id), schema.vec_key(item_id)]
+        return Writes(deletes=doomed)
+
+    return write
+
+
+def merge_feedback(ids: list[str], pending: Mapping[str, Feedback]) -> Transaction:
+    """A feedback flush: each pending delta added to the stored counts, as the item's next
+    version; result (items written, ids gone from the store)."""
+
+    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+        puts, written, gone = [], [], []
+        for item_id, raw in zip(ids, values, strict=True):
+            current = None if raw is None else decode_or_none(raw)
+            if current is None:
+                gone.append(item_id)
+                continue
+            item = replace(
+                current,
+                feedback=current.feedback.merged(pending[item_id]),
+                version=current.version + 1,
+            )
+            puts.append((schema.mem_key(item_id), item.to_json().encode()))
+            written.append(item)
+        return Writes(puts, result=(written, gone))
+
+    return write
+
+
+def store_refined(before: MemoryItem, refined: MemoryItem) -> Transaction:
+    """A stage-2 summary, stored only if the item still holds what the refiner saw (an
+    edit by any writer meanwhile wins); result: the stored item, or None."""
+
+    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+        stored = None if values[0] is None else decode_or_none(values[0])
+        if stored is None or stored.content != before.content or stored.text != before.text:
+            return Writes(result=None)
+        item = replace(
+            stored,
+            content=refined.content,
+            content_method=refined.content_method,
+            version=stored.version + 1,
+        )
+        return Writes([(schema.mem_key(item.id), item.to_json().encode())], result=item)
 
     return write
 

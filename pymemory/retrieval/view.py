@@ -1,0 +1,222 @@
+"""One instance's view of the store: the catalog it ranks over (with the feedback given
+here and not stored yet), the archived ids and the unreadable records, kept in step with
+the store through its change log (:mod:`pymemory.storage.changes`).
+
+The store stays the truth: the view is filled at open (:meth:`StoreView.load`), updated
+by the instance's own commits, and before a read re-reads just what other instances
+logged since it last looked (:meth:`StoreView.catch_up`)."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..errors import PymemoryError, ValidationError
+from ..item import ArchivedItem, Feedback, MemoryItem
+from ..storage import KvBackend, changes, iter_prefix, schema
+from ..storage.transactions import (
+    WRITE_CHUNK,
+    ImportOutcome,
+    Transaction,
+    delete_present,
+    forget_batch,
+    forget_chunk,
+    import_batch,
+)
+from .catalog import Catalog
+from .vectors_kv import KvVectorStore
+
+log = logging.getLogger("pymemory")
+
+
+class StoreView:
+    def __init__(self, kv: KvBackend, on_drop: Callable[[str], None]) -> None:
+        self.kv = kv
+        self.catalog = Catalog()
+        # Feedback given here and not stored yet: deltas, added to the stored counts.
+        self.pending: dict[str, Feedback] = {}
+        self.archived: set[str] = set()
+        self.corrupt_keys: set[str] = set()
+        self.seq = 0  # the last change-log sequence number applied here
+        self._on_drop = on_drop  # the instance's queued work for an item gone from the store
+
+    def with_pending(self, item: MemoryItem) -> MemoryItem:
+        delta = self.pending.get(item.id)
+        return item if delta is None else replace(item, feedback=item.feedback.merged(delta))
+
+    def put(self, item: MemoryItem) -> None:
+        """A stored item, as this instance sees it (its pending feedback added)."""
+        self.catalog.put(self.with_pending(item))
+
+    def drop(self, item_id: str) -> None:
+        """Forget an item gone from the store: catalog, pending feedback, queued work."""
+        self.catalog.remove(item_id)
+        self.pending.pop(item_id, None)
+        self._on_drop(item_id)
+
+    def advance(self, done: changes.Committed) -> None:
+        """After a commit of ours: if nobody else committed since this instance last
+        synced, the view is current up to it (it applied its own change itself)."""
+        if done.before == self.seq:
+            self.seq = done.seq
+
+    async def behind(self) -> bool:
+        """Whether other instances committed since this view last looked (one read)."""
+        return await changes.read_seq(self.kv) != self.seq
+
+    async def load(self, vectors: KvVectorStore | None) -> None:
+        """Read every record into the view (at open, and when this instance fell further
+        behind than the change log reaches). Updates the view in place."""
+        # The position is read first: a change landing during the scan is logged after it,
+        # so the next sync re-reads it.
+        seq = await changes.read_seq(self.kv)
+        seen: set[str] = set()
+        corrupt: set[str] = set()
+        async for key, raw in iter_prefix(self.kv, schema.MEM):
+            item_id = key[len(schema.MEM) :]
+            try:
+                self.put(MemoryItem.from_json(raw))
+                seen.add(item_id)
+            except PymemoryError as exc:
+                # Keep the record in the store untouched; report it in stats().
+                log.error("skipping unreadable record %s: %s", key, exc)
+                corrupt.add(key)
+        for item_id in [i for i in self.catalog.items if i not in seen]:
+            self.drop(item_id)
+        archived = {k[len(schema.ARC) :] async for k, _ in iter_prefix(self.kv, schema.ARC)}
+        self.corrupt_keys.clear()
+        self.corrupt_keys.update(corrupt)
+        self.archived.clear()
+        self.archived.update(archived)
+        if vectors is not None:
+            await vectors.load()
+        self.seq = seq
+
+    async def catch_up(self, vectors: KvVectorStore | None) -> bool:
+        """Apply what other instances logged since this view last looked (the caller holds
+        the instance's write lock). Returns whether anything changed."""
+        found = await changes.changes_since(self.kv, self.seq)
+        if found.keys is None:
+            log.info("change log does not reach back to %d: reloading the store", self.seq)
+            await self.load(vectors)
+            return True
+        if found.keys:
+            await self._refresh(found.keys, vectors)
+        self.seq = found.seq
+        return bool(found.keys)
+
+    async def _refresh(self, keys: Iterable[str], vectors: KvVectorStore | None) -> None:
+        """Re-read these records into the view (their log said they changed)."""
+        mem, arc, vec = [], [], []
+        for key in keys:
+            for prefix, into in ((schema.MEM, mem), (schema.ARC, arc), (schema.VEC, vec)):
+                if key.startswith(prefix):
+                    into.append(key[len(prefix) :])
+        for start in range(0, len(mem), WRITE_CHUNK):
+            chunk = mem[start : start + WRITE_CHUNK]
+            raws = await self.kv.get_many([schema.mem_key(i) for i in chunk])
+            for item_id, raw in zip(chunk, raws, strict=True):
+                key = schema.mem_key(item_id)
+                self.corrupt_keys.discard(key)
+                if raw is None:
+                    self.drop(item_id)
+                    continue
+                try:
+                    item = MemoryItem.from_json(raw)
+                except PymemoryError as exc:
+                    log.error("skipping unreadable record %s: %s", key, exc)
+                    self.corrupt_keys.add(key)
+                    self.drop(item_id)
+                    continue
+                self.put(item)
+        for start in range(0, len(arc), WRITE_CHUNK):
+            chunk = arc[start : start + WRITE_CHUNK]
+            raws = await self.kv.get_many([schema.arc_key(i) for i in chunk])
+            for item_id, raw in zip(chunk, raws, strict=True):
+                if raw is None:
+                    self.archived.discard(item_id)
+                else:
+                    self.archived.add(item_id)
+        if vec and vectors is not None:
+            try:
+                await vectors.reload(vec)
+            except ValidationError:
+                log.exception("cannot load changed vectors; dense retrieval may miss them")
+
+    # --- batches that write through the view (the caller holds the write lock) ---------
+
+    async def _commit(self, keys: list[str], fn: Transaction) -> Any:
+        """Commit ``fn`` over ``keys`` through the change log; its result."""
+        done = await changes.commit(self.kv, keys, fn)
+        self.advance(done)
+        return done.result
+
+    async def forget_next(self, match: Callable[[MemoryItem], bool], archive: bool) -> int | None:
+        """Delete (or archive) the next batch of stored items ``match`` accepts; how many,
+        or None when the view holds none. Each candidate is re-checked on its stored
+        record: one another writer changed so it no longer matches is kept (and the view
+        corrected), one it deleted is dropped here."""
+        ids = forget_chunk(i for i in self.catalog if match(i))
+        if not ids:
+            return None
+        pending = {i: self.pending[i] for i in ids if i in self.pending}
+        keys = [schema.mem_key(i) for i in ids]
+        gone, kept, removed = await self._commit(keys, forget_batch(ids, pending, match, archive))
+        for item_id in gone:
+            self.drop(item_id)
+        for item in kept:
+            self.put(item)
+        if archive:
+            self.archived.update(gone)
+        return removed
+
+    async def clear_archive_next(self) -> int | None:
+        """Delete the next batch of archived items and unreadable memory records; how
+        many, or None when there are none."""
+        keys = [schema.arc_key(i) for i in self.archived][:WRITE_CHUNK]
+        keys += sorted(self.corrupt_keys)[: WRITE_CHUNK - len(keys)]
+        if not keys:
+            return None
+        deleted = await self._commit(keys, delete_present(keys))
+        for key in keys:
+            self.archived.discard(key[len(schema.ARC) :])
+            self.corrupt_keys.discard(key)
+        return len(deleted)
+
+    async def import_chunk(
+        self,
+        chunk: Sequence[MemoryItem | ArchivedItem],
+        checked: Sequence[MemoryItem | ArchivedItem],
+        on_conflict: str,
+    ) -> ImportOutcome:
+        """Write one import batch (conflicts decided over the ids of ``checked``)."""
+        keys = [k for r in checked for k in (schema.mem_key(r.id), schema.arc_key(r.id))]
+        outcome: ImportOutcome = await self._commit(keys, import_batch(chunk, checked, on_conflict))
+        for item in outcome.memories:
+            self.catalog.put(item)
+            self.pending.pop(item.id, None)
+            self.archived.discard(item.id)
+        for arc in outcome.archived:
+            self.drop(arc.id)
+            self.archived.add(arc.id)
+        return outcome
+
+    def counts(self, now_ms: int) -> dict[str, Any]:
+        """What the view holds, for ``Memory.stats()``."""
+        items = list(self.catalog)
+        live = [i for i in items if not i.is_expired(now_ms)]
+        return {
+            "items": len(live),
+            "expired_pending_sweep": len(items) - len(live),
+            "archived": len(self.archived),
+            "by_type": dict(sorted(Counter(i.type for i in live).items())),
+            "by_scope": dict(sorted(Counter(i.scope for i in live).items())),
+            "by_method": dict(sorted(Counter(i.content_method for i in live).items())),
+            "oldest_ms": min((i.timestamp for i in live), default=None),
+            "newest_ms": max((i.timestamp for i in live), default=None),
+            "pending_feedback": len(self.pending),
+            "unreadable_records": len(self.corrupt_keys),
+        }
