@@ -239,7 +239,7 @@ export interface ClearFilter {
   all?: boolean;
 }
 
-/** Bytes of one downloaded (or cached) file during boot. */
+/** Bytes of one downloaded (or cached) file: boot assets, then model files. */
 export interface FileProgress {
   loaded: number;
   /** from Content-Length; null when the server sends none */
@@ -258,7 +258,8 @@ export interface Status {
   role?: "leader" | "follower";
   ready: boolean;
   error: { code: ErrorCode; message: string } | null;
-  /** per file name (pyodide.asm.wasm, python_stdlib.zip, the wheels, ...) */
+  /** per file name (pyodide.asm.wasm, python_stdlib.zip, the wheels, ...; model files as
+   * "<model>/<file>" while and after `models` load) */
   files?: Record<string, FileProgress>;
   /** the sum over `files` */
   bytes?: { loaded: number; total: number };

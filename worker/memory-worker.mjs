@@ -53,16 +53,23 @@ function folder(url, name) {
 const RANGES = { runtime: [0.05, 0.6], packages: [0.6, 0.9] };
 const phaseOf = new Map(); // file URL -> the phase that started it
 
+let modelsFolder = null; // model files show as "<model>/<file>" in status.files
+
+function fileName(url) {
+  if (modelsFolder && url.startsWith(modelsFolder)) return url.slice(modelsFolder.length);
+  return url.slice(url.lastIndexOf("/") + 1);
+}
+
 function onFile(url, loaded, total, source) {
   if (!phaseOf.has(url)) phaseOf.set(url, status.phase);
-  const name = url.slice(url.lastIndexOf("/") + 1);
+  const name = fileName(url);
   const files = { ...status.files, [name]: { loaded, total, source } };
   const sum = (names, key) => names.reduce((n, f) => n + (files[f][key] ?? files[f].loaded), 0);
   const all = Object.keys(files);
   const patch = { files, bytes: { loaded: sum(all, "loaded"), total: sum(all, "total") } };
   const range = RANGES[phaseOf.get(url)];
   if (range) {
-    const mine = [...phaseOf].filter(([, p]) => p === phaseOf.get(url)).map(([u]) => u.slice(u.lastIndexOf("/") + 1));
+    const mine = [...phaseOf].filter(([, p]) => p === phaseOf.get(url)).map(([u]) => fileName(u));
     const share = sum(mine, "total") ? sum(mine, "loaded") / sum(mine, "total") : 0;
     patch.progress = range[0] + (range[1] - range[0]) * share;
   }
@@ -155,6 +162,8 @@ async function boot(options) {
   // onnxruntime-web loads lazily, on the first model use; one WASM thread unless asked.
   // It runs in the model worker unless `modelWorker: false` (for comparisons).
   ort = options.modelWorker === false ? sameThread : modelWorker;
+  modelsFolder = urls.models;
+  ort.onProgress(onFile); // model files' bytes in status.files, like Pyodide's and the wheels'
   ort.configure({
     numThreads: options.ortThreads ?? 1,
     ortUrl: urls.onnxruntime,

@@ -13,6 +13,14 @@ import * as ort from "./ort-bridge.mjs";
 export { fetchAsset, modelsUrl, settings } from "./ort-bridge.mjs";
 
 let options = {};
+let progressListener = null;
+
+// onProgress(url, loaded, total, source) for the model files read here and in the model
+// workers (Cache Storage or the network), so the page's status can show their bytes.
+export function onProgress(listener) {
+  progressListener = listener;
+  ort.onProgress(listener);
+}
 
 class ModelWorker {
   constructor(name) {
@@ -30,6 +38,10 @@ class ModelWorker {
       name: `pymemory-models-${this.name}`,
     });
     this.worker.onmessage = ({ data }) => {
+      if (data.op === "progress") {
+        progressListener?.(data.url, data.loaded, data.total, data.source);
+        return;
+      }
       const entry = this.pending.get(data.id);
       if (!entry) return;
       this.pending.delete(data.id);

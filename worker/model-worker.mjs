@@ -10,8 +10,11 @@
 //           | { id, op: "run", handle, feeds, outputNames, priority }
 //           | { id, op: "release", handle } | { id, op: "stats" }
 //   answer: { id, ok: true, result } | { id, ok: false, error: { message } }
+//   and, while a model file downloads: { op: "progress", url, loaded, total, source }
 
 import * as ort from "./ort-bridge.mjs";
+
+ort.onProgress((url, loaded, total, source) => self.postMessage({ op: "progress", url, loaded, total, source }));
 
 const handles = new Map(); // handle id -> session handle from ort-bridge
 let nextHandle = 1;

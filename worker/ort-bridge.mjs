@@ -89,9 +89,28 @@ function expectedFor(url, manifest) {
   return want?.sha256 ? want : null;
 }
 
+// onProgress(url, loaded, total, source) for every model file read: bytes as they arrive
+// (at most every 100 ms), then once more when the file is complete.
+let progressListener = null;
+export function onProgress(listener) {
+  progressListener = listener;
+}
+
 async function readAsset(url) {
   const manifest = await getManifest();
-  const record = await readCached(url, { cacheName: CACHE_NAME, expect: expectedFor(url, manifest) });
+  let last = 0;
+  const onBytes = (loaded, total) => {
+    const now = performance.now();
+    if (now - last < 100) return;
+    last = now;
+    progressListener?.(url, loaded, total, "network");
+  };
+  const record = await readCached(url, {
+    cacheName: CACHE_NAME,
+    expect: expectedFor(url, manifest),
+    onProgress: onBytes,
+  });
+  progressListener?.(url, record.size, record.size, record.source);
   const { bytes, type, ...rest } = record;
   loads.push(rest);
   return record;

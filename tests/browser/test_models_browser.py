@@ -23,7 +23,13 @@ def test_models_load_after_boot_and_match_cpython(harness):
         """
         const m = pm.createAgentMemory({ dbName: "models", models: ["embedder", "summarizer"] });
         const phases = [];
-        m.onStatus((s) => phases.push(JSON.stringify(s.models ?? null)));
+        const partial = new Set(); // model files seen part-way through their download
+        m.onStatus((s) => {
+          phases.push(JSON.stringify(s.models ?? null));
+          for (const [name, f] of Object.entries(s.files ?? {})) {
+            if (name.includes("/") && f.total && f.loaded < f.total) partial.add(name);
+          }
+        });
         await m.ready;
         const before = await m.retrieve("design meeting");   // models may still be loading
         await m.modelsReady;
@@ -36,10 +42,18 @@ def test_models_load_after_boot_and_match_cpython(harness):
         while (changes === 0 && performance.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 20));
         const after = await Promise.all(items.map((i) => m.get(i.id)));
         const r = await m.retrieve("reschedule the design meeting", { trace: true });
-        return { phases, before, items, after, r, status: m.status, changes, idle };
+        return { phases, before, items, after, r, status: m.status, changes, idle, partial: [...partial] };
         """,
         TEXTS,
     )
+    # Model files report their bytes like Pyodide's: "<model>/<file>", part-way, then whole.
+    models = {n: f for n, f in got["status"]["files"].items() if "/" in n}
+    onnx = sorted(n for n in models if n.endswith("/model.onnx"))
+    assert len(onnx) == 2, models
+    for name in onnx:
+        assert models[name]["loaded"] == models[name]["total"] > 10_000_000
+        assert models[name]["source"] == "network"  # a fresh profile: nothing cached yet
+    assert set(onnx) <= set(got["partial"])
     assert got["status"]["models"]["embedder"] == "ready"
     assert got["status"]["models"]["summarizer"] == "ready"
     assert any('"loading"' in p for p in got["phases"])

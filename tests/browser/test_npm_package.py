@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import subprocess
+import tarfile
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -174,7 +175,7 @@ def app(tmp_path_factory):
     shutil.copy(root / "node_modules" / "pymemory" / "sw.mjs", root / "sw.mjs")
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(StaticHandler, directory=str(root)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield {"root": root, "url": f"http://127.0.0.1:{server.server_address[1]}"}
+    yield {"root": root, "url": f"http://127.0.0.1:{server.server_address[1]}", "tarball": tarball}
     server.shutdown()
 
 
@@ -217,6 +218,19 @@ def test_a_wrong_worker_url_rejects_ready_with_boot_failed(context, app):
     assert outcome["ok"] is False and outcome["code"] == "boot_failed"
     assert "/no/such/worker.mjs" in outcome["message"]
     assert outcome["status"]["error"]["code"] == "boot_failed"
+    assert outcome["ms"] < 10_000  # from createAgentMemory() to the rejection
+
+
+def test_the_tarball_holds_the_library_and_nothing_of_the_demo_tests_or_benches(app):
+    with tarfile.open(app["tarball"]) as tar:
+        names = {n.removeprefix("package/") for n in tar.getnames()}
+    web = {"agent-memory.mjs", "agent-memory.d.ts", "connection.mjs", "errors.mjs",
+           "react.mjs", "react.d.ts", "react-umd.mjs", "sw.mjs", "package.json", "README.md"}  # fmt: skip
+    workers = {f"worker/{p.name}" for p in (pack.ROOT / "worker").glob("*.mjs")}
+    wheels = {n for n in names if n.startswith("wheels/")}
+    assert names == web | workers | wheels
+    assert {n.rsplit("/", 1)[1].split("-", 1)[0] for n in wheels} == {"manifest.json", "numpy", "pymemory_agent"}
+    assert not any(part in n for n in names for part in ("demo", "debug", "test", "bench", "vendor"))
 
 
 def test_a_missing_asset_names_its_url(context, app):
