@@ -29,7 +29,7 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".pymemory-setup"
-EXTRAS = "test,bench,models,testing"
+EXTRAS = "test,bench,models,testing,langgraph,encryption"
 
 
 def step(msg: str) -> None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from .encoder import Encoded, Encoder, RuleEncoder
 from .errors import (
     ConflictError,
+    CorruptValueError,
     ImportFormatError,
     NotFoundError,
     PymemoryError,
@@ -16,8 +17,9 @@ from .errors import (
     StoreClosedError,
     StrategyError,
     ValidationError,
+    WrongKeyError,
 )
-from .item import ArchivedItem, Feedback, MemoryItem
+from .item import ArchivedItem, Feedback, MemoryItem, MemoryVersion
 from .memory import ImportResult, Memory
 from .retrieval.pipeline import Candidate, Retrieval, ScoredMemory
 from .retrieval.strategies import (
@@ -50,6 +52,7 @@ __all__ = [
     "ArchivedItem",
     "Candidate",
     "ConflictError",
+    "CorruptValueError",
     "Encoded",
     "Encoder",
     "Feedback",
@@ -62,6 +65,7 @@ __all__ = [
     "MapKv",
     "Memory",
     "MemoryItem",
+    "MemoryVersion",
     "NotFoundError",
     "PymemoryError",
     "QuotaExceededError",
@@ -77,6 +81,7 @@ __all__ = [
     "TokenCounter",
     "ValidationError",
     "VectorStore",
+    "WrongKeyError",
     "by_scope",
     "by_tag",
     "by_type",

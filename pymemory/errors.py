@@ -71,6 +71,19 @@ class QuotaExceededError(StorageError):
     code = "quota_exceeded"
 
 
+class CorruptValueError(StorageError):
+    """A stored value failed its integrity check: an encrypted value was altered, cut,
+    moved to another key, or sealed by a key this store does not hold. Nothing was
+    written; the value is never returned as garbage. JS sees ``storage_error``."""
+
+
+class WrongKeyError(PymemoryError):
+    """An encrypted store refused the key or passphrase (or another instance changed the
+    store's key since this one opened it). Nothing was written."""
+
+    code = "wrong_key"
+
+
 class StoreClosedError(PymemoryError):
     """The store (or its KV backend) has been closed."""
 
@@ -93,6 +106,7 @@ def shown(value: object, limit: int = 80) -> str:
 
 __all__ = [
     "ConflictError",
+    "CorruptValueError",
     "ImportFormatError",
     "NotFoundError",
     "PymemoryError",
@@ -102,4 +116,5 @@ __all__ = [
     "StoreClosedError",
     "StrategyError",
     "ValidationError",
+    "WrongKeyError",
 ]

@@ -236,6 +236,18 @@ class ArchivedItem:
         return dumps(self.to_dict())
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryVersion:
+    """One version of a memory in ``Memory.history()``: the item as it was, valid from
+    ``valid_from`` until ``valid_to`` (epoch ms; None for the current version). The first
+    version is valid from the item's ``timestamp``, each later one from the update that
+    replaced the one before."""
+
+    item: MemoryItem
+    valid_from: int
+    valid_to: int | None = None
+
+
 def dumps(value: Any) -> str:
     """Canonical JSON: sorted keys, no spaces, UTF-8 text, no NaN."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import logging
 import os
@@ -15,7 +16,15 @@ from .encoder import Encoder, Refiner, RuleEncoder
 from .encoder.intake import UNSET, build_item, build_items, changed_fields, type_name
 from .encoder.refine import RefineWorker
 from .errors import NotFoundError, PymemoryError, StoreClosedError, ValidationError, shown
-from .item import FEEDBACK_KINDS, MAX_VERSION, ArchivedItem, Feedback, MemoryItem, check_id
+from .item import (
+    FEEDBACK_KINDS,
+    MAX_VERSION,
+    ArchivedItem,
+    Feedback,
+    MemoryItem,
+    MemoryVersion,
+    check_id,
+)
 from .models.embedding import Embedder
 from .retrieval.archive import search_archive
 from .retrieval.dense import DenseIndex
@@ -26,7 +35,7 @@ from .retrieval.strategies import Strategy, coerce
 from .retrieval.tokens import TokenCounter, default_token_counter
 from .retrieval.vectors_kv import KvVectorStore
 from .retrieval.view import StoreView
-from .storage import KvBackend, MapKv, Writes, changes, schema
+from .storage import KvBackend, MapKv, Writes, changes, history, iter_prefix, schema
 from .storage.export import export_lines, parse_export
 from .storage.room import ReportsRoom
 from .storage.transactions import (
@@ -34,6 +43,7 @@ from .storage.transactions import (
     forget_item,
     merge_feedback,
     store_refined,
+    stored_live,
     update_item,
 )
 
@@ -441,8 +451,11 @@ class Memory:
         async with self._lock:
             self._check_open()
             keys = [schema.mem_key(id), schema.arc_key(id)]
+            write = forget_item(id, expected_version)
             try:
-                done = await changes.commit(self.kv, keys, forget_item(id, expected_version))
+                done = await changes.commit(
+                    self.kv, keys, write, list_prefixes=[schema.hst_prefix(id)]
+                )
             except NotFoundError:
                 self._view.drop(id)
                 raise
@@ -672,6 +685,25 @@ class Memory:
         await self._sync()
         return self._live(id)
 
+    async def history(self, id: str) -> builtins.list[MemoryVersion]:
+        """Every version of a memory, oldest first, ending with the current one: each
+        version ``update()`` replaced, with when it was valid (feedback and background
+        refinement change the item in place and add no version). Read from the store, so
+        it includes other writers' updates. Retrieval only ever sees the current version;
+        forgetting the memory forgets its history. NotFoundError as for ``get``."""
+        self._check_open()
+        if not isinstance(id, str):
+            raise ValidationError(f"id must be a string, got {type_name(id)}")
+        try:
+            check_id(id)
+        except ValidationError:
+            raise NotFoundError(f"no memory with id {id!r}") from None
+        current = stored_live(id, await self.kv.get(schema.mem_key(id)), self._clock())
+        pasts = [
+            history.read_past(raw) async for _, raw in iter_prefix(self.kv, schema.hst_prefix(id))
+        ]
+        return history.versions(current, pasts)
+
     async def list(
         self,
         *,
@@ -695,6 +727,16 @@ class Memory:
         found = [i for i in self._catalog if match(i) and not i.is_expired(now)]
         found.sort(key=lambda i: (i.timestamp, i.id), reverse=True)
         return found if limit is None else found[:limit]
+
+    async def get_all(self, **filters: Any) -> builtins.list[MemoryItem]:
+        """``list()`` under the name Mem0 users know; the same filters."""
+        return await self.list(**filters)
+
+    async def search(
+        self, query: str, strategy: Strategy | Mapping[str, Any] | None = None, **options: Any
+    ) -> Retrieval:
+        """``retrieve()`` under the name Mem0 users know; the same arguments."""
+        return await self.retrieve(query, strategy, **options)
 
     async def retrieve(
         self,
@@ -802,8 +844,8 @@ class Memory:
             lines = lines.splitlines()
         elif isinstance(lines, (bytes, bytearray, Mapping)) or not isinstance(lines, Iterable):
             raise ValidationError("import_() takes the JSON Lines as a str or a list of str")
-        memories, archived = parse_export(lines)
-        records: list[MemoryItem | ArchivedItem] = [*memories, *archived]
+        parsed = parse_export(lines)
+        records: list[MemoryItem | ArchivedItem] = [*parsed.memories, *parsed.archived]
         added = replaced = skipped = archived_n = 0
         async with self._lock:
             self._check_open()
@@ -811,7 +853,7 @@ class Memory:
                 chunk = records[start : start + chunk_size]
                 # The first batch of an "error" import also checks every later id.
                 checked = records if (start == 0 and on_conflict == "error") else chunk
-                outcome = await self._view.import_chunk(chunk, checked, on_conflict)
+                outcome = await self._view.import_chunk(chunk, checked, on_conflict, parsed.pasts)
                 added += outcome.added
                 replaced += outcome.replaced
                 skipped += outcome.skipped

@@ -27,6 +27,8 @@ ALLOWED: dict[str, set[str]] = {
     "evals": {"base", "storage", "models", "encoder", "retrieval", "facade"},
     "cli": {"base", "storage", "models", "encoder", "retrieval", "facade", "evals", "root"},
     "browser": {"base", "storage", "models", "encoder", "retrieval", "facade", "agent", "evals"},
+    # Adapters to other frameworks; no layer imports them (none lists "integrations").
+    "integrations": {"base", "storage", "models", "retrieval", "facade", "encoder-api"},
     "root": {"base", "storage", "models", "encoder", "retrieval", "facade"},
     "testing": set(),
 }
@@ -54,6 +56,8 @@ def layer_of(module: str) -> str:
     if head == "encoder":
         return "encoder-api" if len(parts) == 2 else "encoder"
     if head in ("storage", "models", "retrieval", "agent", "evals", "browser", "testing"):
+        return head
+    if head == "integrations":
         return head
     raise AssertionError(f"{module}: not in any layer; add it to ARCHITECTURE.md and here")
 
@@ -199,6 +203,12 @@ def test_every_module_belongs_to_a_layer():
         ("memory.py", "from .browser import api", "facade may not import browser"),
         ("agent/blocks.py", "import js", "only pymemory.browser.pyodide knows Pyodide"),
         ("retrieval/bm25.py", "from . import catalog", "import cycle"),
+        ("memory.py", "from .integrations import langgraph", "facade may not import integrations"),
+        (
+            "integrations/langgraph/store.py",
+            "from ...agent import blocks",
+            "integrations may not import agent",
+        ),
     ],
 )
 def test_a_forbidden_import_is_caught(tmp_path, module, line, expected):

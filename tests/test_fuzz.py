@@ -255,6 +255,7 @@ PY_METHODS: dict[str, tuple[list[tuple[str, st.SearchStrategy]], list[tuple[str,
     "feedback": ([("id", ids), ("kind", st.sampled_from(["liked", "disliked", "important", "love"]))],
                  [("durable", st.booleans())]),
     "get": ([("id", ids)], []),
+    "history": ([("id", ids)], []),
     "list": ([], [("scope", scopes), ("type", types), ("tags", tag_lists), ("since_ms", times),
                   ("until_ms", times), ("limit", st.integers(0, 5))]),
     "retrieve": ([("query", texts)], [("strategy", strategy_dicts), ("max_items", st.integers(1, 8)),
@@ -292,6 +293,7 @@ def check_result(name: str, result: Any) -> None:
     """What a successful call must return (and that its JSON form is strict JSON)."""
     expected = {
         "add": MemoryItem, "update": MemoryItem, "get": MemoryItem, "add_many": list,
+        "history": list,
         "list": list, "retrieve": Retrieval, "clear": int, "sweep": int,
         "archive_older_than": int, "search_archive": list, "stats": dict, "flush": int,
         "import_": ImportResult, "delete": type(None), "feedback": type(None),
@@ -370,6 +372,7 @@ RPC_PARAMS: dict[str, dict[str, st.SearchStrategy]] = {
                   "tags": tag_lists, "scope": scopes, "ttlMs": times, "timestamp": times},
     "addMany": {"entries": st.lists(st.fixed_dictionaries({"text": texts}), max_size=3)},
     "get": {"id": json_ids},
+    "history": {"id": json_ids},
     "update": {"id": json_ids, "text": texts, "tags": tag_lists, "expectedVersion": st.integers(1, 3)},
     "delete": {"id": json_ids, "expectedVersion": st.integers(1, 3)},
     "list": {"scope": scopes, "tags": tag_lists, "sinceMs": times, "limit": st.integers(0, 5)},
@@ -408,7 +411,7 @@ RPC_PARAMS: dict[str, dict[str, st.SearchStrategy]] = {
     "nope": {}, "blocks.nope": {}, "_m_open": {},
 }  # fmt: skip
 REQUIRED = {
-    "get": ("id",), "update": ("id",), "delete": ("id",), "retrieve": ("query",),
+    "get": ("id",), "history": ("id",), "update": ("id",), "delete": ("id",), "retrieve": ("query",),
     "feedback": ("id", "kind"), "archiveOlderThan": ("days",), "importJsonl": ("text",),
     "addMany": ("entries",), "tools.call": ("name",), "checkpoints.save": ("runId", "state"),
     "checkpoints.latest": ("runId",), "checkpoints.load": ("runId", "seq"),

@@ -441,7 +441,7 @@ async def test_stats(memory, clock):
     assert stats["by_type"] == {"message": 1, "tool_result": 1}
     assert stats["by_scope"] == {"global": 1, "session": 1}
     assert stats["oldest_ms"] == T0
-    assert stats["schema_version"] == 2
+    assert stats["schema_version"] == 3
 
 
 async def test_hours_window_uses_clock(memory, clock):

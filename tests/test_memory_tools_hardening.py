@@ -194,3 +194,101 @@ async def test_a_failing_store_is_an_error_result_not_raised():
     tool = create_anthropic_memory_tool(Broken())
     result = await tool.call({"command": "view", "path": "/memories/x.md"})
     assert result.is_error and result.artifact["exception"] == "OSError"
+
+
+class CountingKv(MapKv):
+    """MapKv that counts the calls a command makes and the bytes it reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.read = 0
+
+    def _got(self, values):
+        self.read += sum(len(v) for v in values if v is not None)
+        return values
+
+    async def get(self, key):
+        self.calls += 1
+        return self._got([await super().get(key)])[0]
+
+    async def get_many(self, keys):
+        self.calls += 1
+        return self._got(await super().get_many(keys))
+
+    async def scan(self, prefix, *, start_after=None, limit=None):
+        self.calls += 1
+        pairs = await super().scan(prefix, start_after=start_after, limit=limit)
+        self._got([v for _, v in pairs])
+        return pairs
+
+    async def transact(self, keys, fn, *, list_prefixes=()):
+        self.calls += 1
+
+        def counted(values, listed):
+            self._got(values)
+            return fn(values, listed)
+
+        return await super().transact(keys, counted, list_prefixes=list_prefixes)
+
+    async def put_many(self, items, **kwargs):
+        self.calls += 1
+        await super().put_many(items, **kwargs)
+
+    async def delete_many(self, keys):
+        self.calls += 1
+        await super().delete_many(keys)
+
+
+# The worst case for each command: a file at the size limit (room for one small insert),
+# one short line per byte pair, one unique line at the end.
+LARGEST = "a\n" * (MAX_FILE_BYTES // 2 - 8) + "END\n"
+COMMANDS = [
+    {"command": "view", "path": "/memories/big.md"},
+    {"command": "view", "path": "/memories/big.md", "view_range": [49_000, -1]},
+    {"command": "view", "path": "/memories"},
+    {"command": "str_replace", "path": "/memories/big.md", "old_str": "a", "new_str": "b"},
+    {"command": "str_replace", "path": "/memories/big.md", "old_str": "a\n" * 10, "new_str": ""},
+    {"command": "str_replace", "path": "/memories/big.md", "old_str": "zz", "new_str": "y"},
+    {"command": "str_replace", "path": "/memories/big.md", "old_str": "END", "new_str": "FIN"},
+    {"command": "insert", "path": "/memories/big.md", "insert_line": 25_000, "insert_text": "x\n"},
+    {"command": "create", "path": "/memories/big.md", "file_text": LARGEST},
+    {"command": "create", "path": "/memories/other.md", "file_text": LARGEST},
+    {"command": "rename", "old_path": "/memories/big.md", "new_path": "/memories/moved.md"},
+    {"command": "delete", "path": "/memories/big.md"},
+]
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: a["command"] + str(len(a)))
+async def test_each_tool_command_on_the_largest_file_is_one_bounded_pass(args):
+    """Issue #17: every command finishes on the largest allowed file, with a bounded
+    number of store calls and reading the file a bounded number of times (structure,
+    not wall time)."""
+    kv = CountingKv()
+    await kv.put_many([("fs:/memories/big.md", LARGEST.encode())])
+    kv.calls = kv.read = 0
+    result = await create_anthropic_memory_tool(kv).call(args)
+    assert isinstance(result.content, str)  # an answer or an error result, never a raise
+    assert kv.calls <= 6, kv.calls
+    assert kv.read <= 2 * MAX_FILE_BYTES, kv.read
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"operation": "write", "key": "big", "text": "a" * (MAX_FILE_BYTES - 10)},
+        {"operation": "read", "key": "big"},
+        {"operation": "list"},
+        {"operation": "delete", "key": "big"},
+    ],
+    ids=lambda a: a["operation"],
+)
+async def test_each_crud_operation_on_the_largest_record_is_one_bounded_pass(args):
+    kv = CountingKv()
+    tool = create_memory_tool(kv)
+    await tool.call({"operation": "write", "key": "big", "text": "a" * (MAX_FILE_BYTES - 10)})
+    kv.calls = kv.read = 0
+    result = await tool.call(args)
+    assert not result.is_error, result.content
+    assert kv.calls <= 6, kv.calls
+    assert kv.read <= 3 * MAX_FILE_BYTES, kv.read

@@ -44,12 +44,25 @@ async def test_round_trip_in_js_naming(api):
     assert stats["items"] == 1 and stats["byType"] == {"user_preference": 1}
 
 
+async def test_history_in_js_naming(api):
+    added = (await call(api, "addMemory", {"text": "The office is on floor 3."}))["result"]
+    await call(api, "update", {"id": added["id"], "text": "The office is on floor 5."})
+    answer = await call(api, "history", {"id": added["id"]})
+    assert answer["ok"], answer
+    first, current = answer["result"]
+    assert first["item"]["content"] == "The office is on floor 3." and first["item"]["version"] == 1
+    assert current["item"]["content"] == "The office is on floor 5." and current["validTo"] is None
+    assert first["validTo"] == current["validFrom"] and first["validFrom"] == added["timestamp"]
+
+
 async def test_errors_carry_codes(api):
     cases = [
         ("addMemory", {"text": 5}, "invalid_input"),
         ("addMemory", {"txt": "typo"}, "invalid_input"),
         ("get", {}, "invalid_input"),
         ("get", {"id": "nope"}, "not_found"),
+        ("history", {}, "invalid_input"),
+        ("history", {"id": "nope"}, "not_found"),
         ("retrieve", {"query": "x", "strategy": {"kind": "?"}}, "invalid_strategy"),
         ("importJsonl", {"text": "junk"}, "invalid_import"),
         ("nonsense", {}, "unknown_method"),

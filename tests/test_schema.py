@@ -41,14 +41,14 @@ async def test_garbled_version_is_refused():
 
 
 async def test_older_store_is_migrated(monkeypatch):
-    """Simulate a v3 release: a v2 store is migrated in one atomic batch on open."""
+    """Simulate a v4 release: a v3 store is migrated in one atomic batch on open."""
     kv = MapKv()
     mem = await Memory.open(kv)
     item = await mem.add("hello world", tags=["greeting"])
     await mem.close()
 
-    async def v2_to_v3(kv):
-        # e.g. v3 renames a tag; return the batch, ensure_schema adds the version bump
+    async def v3_to_v4(kv):
+        # e.g. v4 renames a tag; return the batch, ensure_schema adds the version bump
         puts = []
         for key, raw in await kv.scan("mem:"):
             data = json.loads(raw)
@@ -56,17 +56,17 @@ async def test_older_store_is_migrated(monkeypatch):
             puts.append((key, json.dumps(data).encode()))
         return puts, []
 
-    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", 3)
-    monkeypatch.setitem(schema_mod.MIGRATIONS, 2, v2_to_v3)
-    start = await schema_mod.ensure_schema(kv, target=3)
-    assert start == 2
-    assert json.loads(await kv.get("meta:schema")) == {"version": 3}
+    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", 4)
+    monkeypatch.setitem(schema_mod.MIGRATIONS, 3, v3_to_v4)
+    start = await schema_mod.ensure_schema(kv, target=4)
+    assert start == 3
+    assert json.loads(await kv.get("meta:schema")) == {"version": 4}
     assert json.loads(await kv.get("mem:" + item.id))["tags"] == ["GREETING"]
     # Opening again is a no-op.
-    assert await schema_mod.ensure_schema(kv, target=3) == 3
+    assert await schema_mod.ensure_schema(kv, target=4) == 4
 
 
-async def test_v1_store_opens_as_v2():
+async def test_v1_store_opens_as_current():
     """A store written before the change log: items read as version 1, then count up."""
     kv = MapKv()
     item_id = "5e0f1cbe-54a7-4a36-9c0c-6b7f3b1d2a10"
@@ -79,7 +79,7 @@ async def test_v1_store_opens_as_v2():
     )
     mem = await Memory.open(kv)
     assert mem.schema_migrated_from == 1
-    assert json.loads(await kv.get("meta:schema")) == {"version": 2}
+    assert json.loads(await kv.get("meta:schema")) == {"version": schema_mod.SCHEMA_VERSION}
     assert (await mem.get(item_id)).version == 1
     assert (await mem.update(item_id, tags=["x"])).version == 2
     await mem.close()
@@ -111,4 +111,4 @@ async def test_missing_migration_is_an_error():
     kv = MapKv()
     await kv.put_many([("meta:schema", b'{"version": 1}')])
     with pytest.raises(SchemaError, match="no migration"):
-        await schema_mod.ensure_schema(kv, target=3)
+        await schema_mod.ensure_schema(kv, target=schema_mod.SCHEMA_VERSION + 1)

@@ -6,6 +6,7 @@ both processes hammer the store at the same moment.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -253,6 +254,26 @@ def test_forgotten_text_leaves_the_sqlite_files(peers, store):
     assert b"zanzibar-7741" not in blob and b"mangosteen-5512" not in blob
     assert b"an ordinary note" in blob  # the check can see text that is there
     assert a("memory.get", keep["id"])["content"] == "an ordinary note"
+
+
+def test_racing_updates_from_two_processes_keep_every_version_in_history(peers, store):
+    """Item history with two writers: each update keeps the version it replaced, in one
+    transaction with the update, so racing updates leave one gapless history; a delete
+    in the other process erases all of it, from the files too."""
+    a, b = peers
+    item = a("memory.add", "ledger entry 0")
+    a.send("memory.update", item["id"], text="ledger entry from A", repeat=15)
+    b.send("memory.update", item["id"], text="ledger entry from B", repeat=15)
+    assert a.answer()["ok"] and b.answer()["ok"]
+    versions = b("memory.history", item["id"])
+    assert [v["item"].get("version", 1) for v in versions] == list(range(1, 32))
+    assert versions[0]["item"]["content"] == "ledger entry 0"
+    assert all(v["valid_to"] == w["valid_from"] for v, w in itertools.pairwise(versions))
+    assert versions[-1]["valid_to"] is None
+    a("memory.delete", item["id"])
+    assert b.fails("memory.history", item["id"])["code"] == "not_found"
+    blob = b"".join(p.read_bytes() for p in store.parent.glob(store.name + "*"))
+    assert b"ledger entry" not in blob
 
 
 # --- the agent primitives ------------------------------------------------------------

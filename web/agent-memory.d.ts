@@ -29,6 +29,7 @@ export type ErrorCode =
   | "storage_error"
   | "quota_exceeded"
   | "closed"
+  | "wrong_key"
   | "boot_failed"
   | "worker_failed"
   | "leader_lost"
@@ -239,6 +240,14 @@ export interface ClearFilter {
   all?: boolean;
 }
 
+/** One version of a memory (`history`): the item as it was, from `validFrom` until
+ * `validTo` (epoch ms; null for the current version). */
+export interface MemoryVersion {
+  item: MemoryItem;
+  validFrom: number;
+  validTo: number | null;
+}
+
 /** Bytes of one downloaded (or cached) file: boot assets, then model files. */
 export interface FileProgress {
   loaded: number;
@@ -344,6 +353,10 @@ export interface AgentMemory {
   addMemory(input: string | AddMemoryInput): Promise<MemoryItem>;
   addMany(entries: Array<string | AddMemoryInput>): Promise<MemoryItem[]>;
   get(id: string): Promise<MemoryItem>;
+  /** Every version of a memory, oldest first, ending with the current one (`validTo`
+   * null): each version `update` replaced, with when it was valid. Retrieval sees only
+   * the current version; deleting the memory deletes its history. */
+  history(id: string): Promise<MemoryVersion[]>;
   /** Applies `changes` to the latest stored version; with `expectedVersion`, rejects with
    * code "conflict" (changing nothing) unless the item is still at that version. */
   update(
@@ -381,15 +394,19 @@ export interface AgentMemory {
   /** Versioned JSON facts with per-namespace TTL. */
   readonly structured: StructuredApi;
   /**
-   * Run a memory tool the model called: `core_memory_append` / `core_memory_replace`
-   * (need `setId`), `memory` (Anthropic memory_20250818 commands on /memories files) or
-   * `memory_kv` (read / write / list / delete). `args` is an object or the model's raw
-   * JSON text. A bad call by the model resolves with `isError: true` (feed it back to
-   * the model); an unknown tool rejects with "not_found", a core tool without `setId`
-   * with "invalid_input".
+   * Run a memory tool the model called: `core_memory_append` / `core_memory_replace` or
+   * Letta's `memory_replace` / `memory_insert` / `memory_rethink` (these return the block's
+   * new value; all five need `setId`), `memory` (Anthropic memory_20250818 commands on
+   * /memories files) or `memory_kv` (read / write / list / delete). `args` is an object
+   * or the model's raw JSON text. A bad call by the model resolves with `isError: true`
+   * (feed it back to the model); an unknown tool rejects with "not_found", a block tool
+   * without `setId` with "invalid_input".
    */
   callTool(name: ToolName | (string & {}), args?: object | string, options?: { setId?: string }): Promise<ToolCallResult>;
-  /** The tools' schemas, in `callTool`'s order: the core tools (with `setId`), memory, memory_kv. */
+  /**
+   * The tools' schemas: the block tools (with `setId`: core_memory_*, or with `letta: true`
+   * Letta's memory_*), memory, memory_kv.
+   */
   toolSchemas(options?: ToolSchemaOptions): Promise<Array<Record<string, unknown>>>;
   /** Pause a run and resume it later (after a reload, say) from its latest checkpoint. */
   readonly checkpoints: CheckpointsApi;
@@ -442,10 +459,14 @@ export interface BlocksApi {
   /** The other methods also find a set stored by an earlier page; an unknown one: "not_found". */
   get(setId: string, label: string): Promise<MemoryBlock>;
   list(setId: string): Promise<MemoryBlockSet>;
-  /** The blocks as the text of one user message (`<memory_blocks>...`). */
-  render(setId: string): Promise<string>;
+  /**
+   * The blocks as the text of one user message (`<memory_blocks>...`). `lettaCompat`:
+   * Letta's rendering instead (header line, `<description>`, `- chars_current=` /
+   * `- chars_limit=` / `- read_only=true` metadata; "" when the set has no blocks).
+   */
+  render(setId: string, options?: { lettaCompat?: boolean }): Promise<string>;
   /** `{ role: "user", content: render() }`: put it right after the system prompt. */
-  message(setId: string): Promise<{ role: "user"; content: string }>;
+  message(setId: string, options?: { lettaCompat?: boolean }): Promise<{ role: "user"; content: string }>;
   /** The app's edit: replaces the whole value (read-only blocks too). */
   setValue(setId: string, label: string, value: string): Promise<MemoryBlock>;
 }
@@ -497,7 +518,14 @@ export interface StructuredApi {
   decay(namespace?: StructuredNamespace | null): Promise<number>;
 }
 
-export type ToolName = "core_memory_append" | "core_memory_replace" | "memory" | "memory_kv";
+export type ToolName =
+  | "core_memory_append"
+  | "core_memory_replace"
+  | "memory_replace"
+  | "memory_insert"
+  | "memory_rethink"
+  | "memory"
+  | "memory_kv";
 
 export interface ToolCallResult {
   /** what the model reads (send it back as the tool result) */
@@ -512,6 +540,8 @@ export interface ToolSchemaOptions {
   format?: "openai" | "anthropic";
   /** include core_memory_append / core_memory_replace for this block set */
   setId?: string;
+  /** with `setId`: Letta's memory_replace / memory_insert / memory_rethink instead of core_memory_* */
+  letta?: boolean;
   /** anthropic format: the `memory` tool as Anthropic's native `memory_20250818` entry */
   native?: boolean;
 }

@@ -199,6 +199,7 @@ export function createAgentMemory(options = {}) {
       });
     },
     get: (id) => call("get", { id }),
+    history: (id) => call("history", { id }),
     update: async (id, changes) => call("update", { ...asObject("changes", changes), id }),
     delete: (id) => call("delete", { id }),
     async list(filters) {
@@ -248,8 +249,8 @@ export function createAgentMemory(options = {}) {
         call("blocks.open", { setId, blocks, ...asObject("options", opts) }),
       get: (setId, label) => call("blocks.get", { setId, label }),
       list: (setId) => call("blocks.list", { setId }),
-      render: (setId) => call("blocks.render", { setId }),
-      message: (setId) => call("blocks.message", { setId }),
+      render: async (setId, opts) => call("blocks.render", { setId, ...asObject("options", opts) }),
+      message: async (setId, opts) => call("blocks.message", { setId, ...asObject("options", opts) }),
       setValue: (setId, label, value) => call("blocks.setValue", { setId, label, value }),
     },
     // Versioned JSON facts in the "episodic" | "semantic" | "procedural" namespaces.

@@ -1,7 +1,7 @@
 """Agent primitives from seeds 000, 001 and 004, all on the core KvBackend."""
 
 from .assembler import MessageAssembler
-from .block_tools import core_memory_tools
+from .block_tools import core_memory_tools, letta_memory_tools
 from .blocks import MemoryBlock, MemoryBlockSet
 from .checkpoint import Checkpoint, Checkpointer, InMemoryCheckpointer, KvCheckpointer
 from .memory_agent import (
@@ -42,5 +42,6 @@ __all__ = [
     "core_memory_tools",
     "create_anthropic_memory_tool",
     "create_memory_tool",
+    "letta_memory_tools",
     "normalize_memory_path",
 ]

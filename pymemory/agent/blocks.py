@@ -7,8 +7,15 @@ user-role message placed after the cached system prefix (see ``MessageAssembler`
 editing a block never invalidates the prompt cache of the system prompt and tools. This is
 a deliberate difference from Letta, which renders core memory inside the system prompt.
 
-:func:`pymemory.agent.block_tools.core_memory_tools` gives the model Letta's two edit
-tools over a set.
+:func:`pymemory.agent.block_tools.core_memory_tools` gives the model Letta's two classic edit
+tools over a set; :func:`~pymemory.agent.block_tools.letta_memory_tools` gives it Letta's
+current ones (``memory_replace``, ``memory_insert``, ``memory_rethink``).
+
+Rendering. ``render()`` is ours by default (cache-stable, one user message). With
+``letta_compat=True`` (per call, or as the set's default) it is Letta's ``<memory_blocks>``
+text instead: a header line, then per block a ``<description>`` (always), ``<metadata>``
+with ``- read_only=true`` (read-only blocks only), ``- chars_current=`` and
+``- chars_limit=``, and the ``<value>``; a set with no blocks renders as "".
 
 Persistence. A set lives in memory by default. ``await blocks.snapshot(kv, set_id)``
 writes it, ``await MemoryBlockSet.restore(kv, set_id)`` reads it back, and
@@ -23,8 +30,9 @@ The whole set is one key, so each change is one atomic put: a crash leaves the p
 state or the new one, never half an edit. ``revision`` counts the changes.
 
 Several writers (processes, or workers) may bind sets to one key. Every change of a bound
-set is a read-modify-write of the stored set in one transaction: ``append`` and
-``replace`` edit the block as it is stored now, so two appends keep both lines; ``add`` of a
+set is a read-modify-write of the stored set in one transaction: ``append``, ``replace``,
+``replace_once``, ``insert`` and ``rethink`` edit the block as it is stored now, so two
+appends (or two inserts) keep both lines; ``add`` of a
 label another writer added first raises ConflictError; an edit of a block another writer
 removed raises NotFoundError. Reads (``get``, ``list``, ``render``) are synchronous and show
 the set as of this instance's last change or :meth:`MemoryBlockSet.refresh`; await
@@ -37,13 +45,20 @@ import asyncio
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from ..errors import ConflictError, NotFoundError, ValidationError, shown
 from ..item import dumps
 from ..storage.base import KvBackend, Writes
 from ..storage.schema import ensure_schema
+from .block import (
+    DEFAULT_BLOCK_LIMIT,
+    MemoryBlock,
+    _as_block,
+    _check_int,
+    _check_str,
+)
 
 __all__ = [
     "DEFAULT_BLOCK_LIMIT",
@@ -54,45 +69,17 @@ __all__ = [
 ]
 
 DEFAULT_MAX_BLOCKS = 5
-DEFAULT_BLOCK_LIMIT = 2000
-MAX_BLOCK_LIMIT = 100_000
-MAX_DESCRIPTION_CHARS = 1000
 MAX_SET_SIZE = 100
 BLOCK_PREFIX = "blk:"
 SNAPSHOT_FORMAT = 1
-LABEL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 SET_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}")
 
 _HEADER = (
     "These memory blocks are your core memory, shown to you on every turn. "
     "Edit them with core_memory_append and core_memory_replace."
 )
-
-
-def _check_str(name: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError(f"{name} must not contain lone surrogates") from None
-    return value
-
-
-def _check_int(name: str, value: object, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ValidationError(f"{name} must be an int in {lo}..{hi}, got {shown(value)}")
-    return value
-
-
-def _check_label(value: object) -> str:
-    _check_str("label", value)
-    if not LABEL_RE.fullmatch(value):  # type: ignore[arg-type]
-        raise ValidationError(
-            "a block label must be 1-64 letters, digits, _ or - and start with a letter "
-            f"or _ (e.g. 'human'), got {value!r}"
-        )
-    return value  # type: ignore[return-value]
+# letta/schemas/memory.py (Memory._render_memory_blocks_standard): the header line.
+_LETTA_HEADER = "The following memory blocks are currently engaged in your core memory unit:"
 
 
 def block_key(set_id: str) -> str:
@@ -105,61 +92,15 @@ def block_key(set_id: str) -> str:
     return BLOCK_PREFIX + set_id
 
 
-@dataclass(frozen=True)
-class MemoryBlock:
-    """One labelled block. ``value`` never exceeds ``limit`` characters (code points)."""
-
-    label: str
-    value: str = ""
-    limit: int = DEFAULT_BLOCK_LIMIT
-    description: str = ""
-    read_only: bool = False
-
-    def __post_init__(self) -> None:
-        _check_label(self.label)
-        _check_str("value", self.value)
-        _check_int("limit", self.limit, 1, MAX_BLOCK_LIMIT)
-        _check_str("description", self.description)
-        if len(self.description) > MAX_DESCRIPTION_CHARS:
-            raise ValidationError(f"description must be at most {MAX_DESCRIPTION_CHARS} chars")
-        if not isinstance(self.read_only, bool):
-            raise ValidationError("read_only must be a bool")
-        if len(self.value) > self.limit:
-            raise ValidationError(
-                f"block {self.label!r} value has {len(self.value)} characters, over its "
-                f"limit of {self.limit}; raise the limit or shorten the value"
-            )
-
-    @property
-    def chars(self) -> int:
-        return len(self.value)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MemoryBlock:
-        if not isinstance(data, Mapping):
-            raise ValidationError("a block must be a MemoryBlock or a mapping")
-        unknown = set(data) - {"label", "value", "limit", "description", "read_only"}
-        if unknown:
-            raise ValidationError(f"unknown block fields: {', '.join(sorted(map(str, unknown)))}")
-        if "label" not in data:
-            raise ValidationError("a block needs a label")
-        return cls(**data)
-
-
-def _as_block(block: MemoryBlock | Mapping[str, Any]) -> MemoryBlock:
-    return block if isinstance(block, MemoryBlock) else MemoryBlock.from_dict(block)
-
-
 class MemoryBlockSet:
     """An ordered set of memory blocks, in memory or bound to a KV store (see ``open``).
 
     Reads (``get``, ``list``, ``render``) are synchronous. Changes are async because a
     bound set writes them to its store first; a change that fails validation raises a
-    typed error and changes nothing. ``append`` and ``replace`` are the agent's edits
-    (they refuse read-only blocks); ``set_value``, ``add`` and ``remove`` are the app's.
+    typed error and changes nothing. ``append``, ``replace``, ``replace_once``, ``insert``
+    and ``rethink`` are the agent's edits (they refuse read-only blocks); ``set_value``,
+    ``add`` and ``remove`` are the app's. ``letta_compat`` is the default of ``render()``
+    and ``message()`` (not stored: each instance chooses how it renders).
     """
 
     def __init__(
@@ -167,8 +108,12 @@ class MemoryBlockSet:
         blocks: Iterable[MemoryBlock | Mapping[str, Any]] = (),
         *,
         max_blocks: int = DEFAULT_MAX_BLOCKS,
+        letta_compat: bool = False,
     ) -> None:
         self.max_blocks = _check_int("max_blocks", max_blocks, 1, MAX_SET_SIZE)
+        if not isinstance(letta_compat, bool):
+            raise ValidationError("letta_compat must be a bool")
+        self.letta_compat = letta_compat
         if isinstance(blocks, (str, bytes, Mapping)):
             raise ValidationError("blocks must be an iterable of blocks")
         items: dict[str, MemoryBlock] = {}
@@ -195,12 +140,13 @@ class MemoryBlockSet:
         blocks: Iterable[MemoryBlock | Mapping[str, Any]] = (),
         *,
         max_blocks: int = DEFAULT_MAX_BLOCKS,
+        letta_compat: bool = False,
     ) -> MemoryBlockSet:
         """A set bound to ``blk:<set_id>``: the stored one if present (``blocks`` and
         ``max_blocks`` are then ignored), else a new one from ``blocks``, written now
         (unless another writer created it first: then that one is used)."""
         key = block_key(set_id)
-        fresh = cls(blocks, max_blocks=max_blocks)
+        fresh = cls(blocks, max_blocks=max_blocks, letta_compat=letta_compat)
         await ensure_schema(kv)
 
         def create(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
@@ -210,7 +156,7 @@ class MemoryBlockSet:
 
         raw = await kv.transact([key], create)
         bound = fresh if raw is None else cls._decode(raw, key)
-        bound._kv, bound._key = kv, key
+        bound._kv, bound._key, bound.letta_compat = kv, key, letta_compat
         return bound
 
     @classmethod
@@ -411,10 +357,77 @@ class MemoryBlockSet:
 
         return await self._edit(change)
 
+    async def replace_once(self, label: str, old: str, new: str) -> MemoryBlock:
+        """Letta's ``memory_replace``: replace ``old``, which must occur exactly once in the
+        block (NotFoundError if it does not occur, ValidationError naming the lines if it
+        occurs more than once), by ``new`` ("" deletes it)."""
+        _check_str("old_string", old)
+        _check_str("new_string", new)
+        if not old:
+            raise ValidationError("old_string must not be empty; quote the text to replace")
+
+        def change(blocks: dict[str, MemoryBlock], _max: int) -> _Changed:
+            block = _editable(blocks, label)
+            count = block.value.count(old)
+            if count == 0:
+                raise NotFoundError(
+                    f"No replacement was performed, old_string `{_clip(old)}` did not appear "
+                    f"verbatim in memory block with label `{label}`"
+                )
+            if count > 1:
+                lines = [i for i, line in enumerate(block.value.split("\n"), 1) if old in line]
+                raise ValidationError(
+                    f"No replacement was performed. Multiple occurrences of old_string "
+                    f"`{_clip(old)}` in lines {lines}. Please ensure it is unique"
+                )
+            blocks[label] = block = _resized(block, block.value.replace(old, new))
+            return blocks, block
+
+        return await self._edit(change)
+
+    async def insert(self, label: str, text: str, insert_line: int = -1) -> MemoryBlock:
+        """Letta's ``memory_insert``: insert ``text`` as line(s) after line ``insert_line``
+        of the block (0: at the start; -1, the default: at the end). Lines are the block's
+        value split on "\\n", so an empty block has one (empty) line; inserting into it
+        gives ``text`` alone (Letta keeps the empty line, see the README)."""
+        _check_str("new_string", text)
+        if isinstance(insert_line, bool) or not isinstance(insert_line, int):
+            raise ValidationError(f"insert_line must be an integer, got {shown(insert_line)}")
+
+        def change(blocks: dict[str, MemoryBlock], _max: int) -> _Changed:
+            block = _editable(blocks, label)
+            lines = block.value.split("\n")
+            at = len(lines) if insert_line == -1 else insert_line
+            if not 0 <= at <= len(lines):
+                raise ValidationError(
+                    f"Invalid `insert_line` parameter: {insert_line}. It should be within the "
+                    f"range of lines of the memory block: {[0, len(lines)]}, or -1 to append "
+                    "to the end of the memory block"
+                )
+            value = "\n".join([*lines[:at], text, *lines[at:]]) if block.value else text
+            blocks[label] = block = _resized(block, value)
+            return blocks, block
+
+        return await self._edit(change)
+
+    async def rethink(self, label: str, value: str) -> MemoryBlock:
+        """Letta's ``memory_rethink``: the agent rewrites the whole block (unlike
+        ``set_value``, the app's edit, it refuses read-only blocks and an unknown label)."""
+        _check_str("new_memory", value)
+
+        def change(blocks: dict[str, MemoryBlock], _max: int) -> _Changed:
+            blocks[label] = block = _resized(_editable(blocks, label), value)
+            return blocks, block
+
+        return await self._edit(change)
+
     # --- rendering --------------------------------------------------------------------
 
-    def render(self) -> str:
-        """The blocks as the text of one user message, with characters used / limit."""
+    def render(self, letta_compat: bool | None = None) -> str:
+        """The blocks as the text of one user message, with characters used / limit.
+        ``letta_compat`` (default: the set's): Letta's rendering instead (module docstring)."""
+        if self.letta_compat if letta_compat is None else letta_compat:
+            return self._render_letta()
         parts = ["<memory_blocks>", _HEADER]
         for b in self._blocks.values():
             parts.append("")
@@ -429,9 +442,24 @@ class MemoryBlockSet:
         parts.append("</memory_blocks>")
         return "\n".join(parts)
 
-    def message(self) -> dict[str, str]:
-        """``{"role": "user", "content": render()}``."""
-        return {"role": "user", "content": self.render()}
+    def _render_letta(self) -> str:
+        # Letta's standard layout (letta/schemas/memory.py); no blocks: nothing at all.
+        if not self._blocks:
+            return ""
+        parts = []
+        for b in self._blocks.values():
+            lines = [f"<{b.label}>", "<description>", b.description, "</description>"]
+            lines.append("<metadata>")
+            if b.read_only:
+                lines.append("- read_only=true")
+            lines += [f"- chars_current={b.chars}", f"- chars_limit={b.limit}", "</metadata>"]
+            lines += ["<value>", b.value, "</value>", f"</{b.label}>", ""]
+            parts.append("\n".join(lines))
+        return f"<memory_blocks>\n{_LETTA_HEADER}\n\n" + "\n".join(parts) + "\n</memory_blocks>"
+
+    def message(self, letta_compat: bool | None = None) -> dict[str, str]:
+        """``{"role": "user", "content": render(letta_compat)}``."""
+        return {"role": "user", "content": self.render(letta_compat)}
 
 
 _Changed = tuple[dict[str, MemoryBlock], Any]
@@ -458,10 +486,14 @@ def _resized(block: MemoryBlock, value: str) -> MemoryBlock:
         raise ValidationError(
             f"edit refused: memory block {block.label!r} would hold {len(value)} "
             f"characters, over its limit of {block.limit}; write less, or condense the "
-            "block with core_memory_replace first"
+            "block first"
         )
     return replace(block, value=value)
 
 
 def _preview(text: str, width: int = 80) -> str:
     return repr(text if len(text) <= width else text[:width] + "...")
+
+
+def _clip(text: str, width: int = 80) -> str:
+    return text if len(text) <= width else text[:width] + "..."

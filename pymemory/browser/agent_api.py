@@ -16,7 +16,8 @@ Methods (parameters and results in the JS naming; ``?`` marks an optional parame
     readOnly?}``). A stored set wins over ``blocks``: opening is how a run resumes.
     ``created`` says whether this call wrote a new set.
 ``blocks.get {setId, label}`` -> Block; ``blocks.list {setId}`` -> BlockSet;
-``blocks.render {setId}`` -> string; ``blocks.message {setId}`` -> ``{role, content}``;
+``blocks.render {setId, lettaCompat?}`` -> string; ``blocks.message {setId, lettaCompat?}``
+-> ``{role, content}`` (``lettaCompat: true``: Letta's rendering, "" for no blocks);
 ``blocks.setValue {setId, label, value}`` -> Block (the app's edit, read-only blocks too).
     A set stored by an earlier worker is opened on first use; an unknown one: not_found.
 ``structured.put {namespace, key, value, metadata?, ttlMs?}`` -> Entry
@@ -27,13 +28,15 @@ Methods (parameters and results in the JS naming; ``?`` marks an optional parame
 ``structured.delete {namespace, key, purge?}`` -> boolean (a live value was deleted);
 ``structured.history {namespace, key}`` -> Entry[]; ``structured.decay {namespace?}`` -> int.
 ``tools.call {name, args?, setId?}`` -> ``{content, artifact, isError}``
-    Runs ``core_memory_append`` / ``core_memory_replace`` (on block set ``setId``), the
+    Runs ``core_memory_append`` / ``core_memory_replace`` or Letta's ``memory_replace`` /
+    ``memory_insert`` / ``memory_rethink`` (on block set ``setId``), the
     Anthropic-compatible ``memory`` tool (``/memories`` files) or the ``memory_kv`` tool.
     ``args`` is an object or the model's raw JSON text. A bad call by the model is a
     result with ``isError: true``; an unknown tool name is not_found.
-``tools.schemas {format?, setId?, native?}`` -> object[]
+``tools.schemas {format?, setId?, native?, letta?}`` -> object[]
     The tools' schemas: ``format`` "openai" (default) or "anthropic"; ``native: true``
-    gives the Anthropic ``memory_20250818`` entry for the ``memory`` tool.
+    gives the Anthropic ``memory_20250818`` entry for the ``memory`` tool; ``letta: true``
+    (with ``setId``) lists Letta's three ``memory_*`` block tools instead of ``core_memory_*``.
 ``checkpoints.save {runId, state, metadata?}`` -> Checkpoint;
 ``checkpoints.latest {runId}`` -> Checkpoint | null; ``checkpoints.list {runId}`` ->
 Checkpoint[]; ``checkpoints.load {runId, seq}`` -> Checkpoint; ``checkpoints.deleteRun
@@ -59,7 +62,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..agent.block_tools import core_memory_tools
+from ..agent.block_tools import LETTA_TOOL_NAMES, core_memory_tools, letta_memory_tools
 from ..agent.blocks import DEFAULT_MAX_BLOCKS, MemoryBlockSet, block_key
 from ..agent.llm import RuleObserver
 from ..agent.llm.base import excerpt, parse_arguments
@@ -90,6 +93,7 @@ if TYPE_CHECKING:
 
 Handler = Callable[[str, Any], Awaitable[Any]]
 CORE_TOOLS = ("core_memory_append", "core_memory_replace")
+BLOCK_TOOLS = (*CORE_TOOLS, *LETTA_TOOL_NAMES)  # the tools that need a block set
 
 
 class AgentCallError(PymemoryError):
@@ -158,7 +162,10 @@ class AgentRpc:
             _str("setId", set_id)
         tools = state.toolsets.get(set_id)  # type: ignore[arg-type]
         if tools is None:
-            core = [] if set_id is None else core_memory_tools(await self._blockset(state, set_id))
+            core = []
+            if set_id is not None:
+                blocks = await self._blockset(state, set_id)
+                core = [*core_memory_tools(blocks), *letta_memory_tools(blocks)]
             tools = state.toolsets.setdefault(  # type: ignore[arg-type]
                 set_id, ToolSet([*core, state.memory_tool, state.kv_tool])
             )
@@ -207,12 +214,14 @@ class AgentRpc:
         return blockset_js(p["setId"], found)
 
     async def _a_blocks_render(self, db: str, params: Any) -> str:
-        p = _params(params, {"setId"}, {"setId"})
-        return (await self._blockset(await self._db(db), p["setId"], fresh=True)).render()
+        p = _params(params, {"setId", "lettaCompat"}, {"setId"})
+        letta = _bool("lettaCompat", p.get("lettaCompat", False))
+        return (await self._blockset(await self._db(db), p["setId"], fresh=True)).render(letta)
 
     async def _a_blocks_message(self, db: str, params: Any) -> dict[str, str]:
-        p = _params(params, {"setId"}, {"setId"})
-        return (await self._blockset(await self._db(db), p["setId"], fresh=True)).message()
+        p = _params(params, {"setId", "lettaCompat"}, {"setId"})
+        letta = _bool("lettaCompat", p.get("lettaCompat", False))
+        return (await self._blockset(await self._db(db), p["setId"], fresh=True)).message(letta)
 
     async def _a_blocks_setValue(self, db: str, params: Any) -> dict[str, Any]:
         p = _params(params, {"setId", "label", "value"}, {"setId", "label", "value"})
@@ -271,7 +280,7 @@ class AgentRpc:
         set_id = p.get("setId")
         tools = await self._toolset(await self._db(db), set_id)
         if name not in tools:
-            if name in CORE_TOOLS and set_id is None:
+            if name in BLOCK_TOOLS and set_id is None:
                 raise ValidationError(f"{name} edits a memory block set: pass setId")
             raise NotFoundError(f"no tool named {name!r}; tools: {', '.join(tools.names())}")
         args = p.get("args", {})
@@ -290,14 +299,20 @@ class AgentRpc:
         return tool_result_js(await tools.call(name, args))
 
     async def _a_tools_schemas(self, db: str, params: Any) -> list[dict[str, Any]]:
-        p = _params(params, {"format", "setId", "native"})
+        p = _params(params, {"format", "setId", "native", "letta"})
         fmt = p.get("format", "openai")
         if fmt not in ("openai", "anthropic"):
             raise ValidationError(f'format must be "openai" or "anthropic", got {fmt!r}')
         native = _bool("native", p.get("native", False))
-        tools = await self._toolset(await self._db(db), p.get("setId"))
+        letta = _bool("letta", p.get("letta", False))
+        if letta and p.get("setId") is None:
+            raise ValidationError("letta: true lists the tools of a memory block set: pass setId")
+        # One set's tools: core_memory_* (default) or Letta's memory_* (letta: true).
+        hidden = CORE_TOOLS if letta else LETTA_TOOL_NAMES
+        toolset = await self._toolset(await self._db(db), p.get("setId"))
+        tools = [t for t in toolset if t.name not in hidden]
         if fmt == "openai":
-            return tools.openai_schemas()
+            return [t.openai_schema() for t in tools]
         return [
             t.anthropic_schema(native=native)
             if isinstance(t, AnthropicMemoryTool)

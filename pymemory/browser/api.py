@@ -223,6 +223,14 @@ class RpcApi:
         p = _params(params, {"id"}, {"id"})
         return item_js(await (await self.memory(db)).get(p["id"]))
 
+    async def _m_history(self, db: str, params: Any) -> list[dict[str, Any]]:
+        p = _params(params, {"id"}, {"id"})
+        versions = await (await self.memory(db)).history(p["id"])
+        return [
+            {"item": item_js(v.item), "validFrom": v.valid_from, "validTo": v.valid_to}
+            for v in versions
+        ]
+
     async def _m_update(self, db: str, params: Any) -> dict[str, Any]:
         p = _params(params, {"id", "text", "content", "type", "metadata", "tags", "scope", "ttlMs",
                              "expectedVersion"}, {"id"})  # fmt: skip

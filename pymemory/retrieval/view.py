@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -148,9 +148,11 @@ class StoreView:
 
     # --- batches that write through the view (the caller holds the write lock) ---------
 
-    async def _commit(self, keys: list[str], fn: Transaction) -> Any:
+    async def _commit(
+        self, keys: list[str], fn: Transaction, list_prefixes: tuple[str, ...] = ()
+    ) -> Any:
         """Commit ``fn`` over ``keys`` through the change log; its result."""
-        done = await changes.commit(self.kv, keys, fn)
+        done = await changes.commit(self.kv, keys, fn, list_prefixes=list_prefixes)
         self.advance(done)
         return done.result
 
@@ -164,7 +166,8 @@ class StoreView:
             return None
         pending = {i: self.pending[i] for i in ids if i in self.pending}
         keys = [schema.mem_key(i) for i in ids]
-        gone, kept, removed = await self._commit(keys, forget_batch(ids, pending, match, archive))
+        write = forget_batch(ids, pending, match, archive)
+        gone, kept, removed = await self._commit(keys, write, (schema.HST,))
         for item_id in gone:
             self.drop(item_id)
         for item in kept:
@@ -174,10 +177,12 @@ class StoreView:
         return removed
 
     async def clear_archive_next(self) -> int | None:
-        """Delete the next batch of archived items and unreadable memory records; how
-        many, or None when there are none."""
+        """Delete the next batch of archived items, unreadable memory records and history
+        left without its memory; how many, or None when there are none."""
         keys = [schema.arc_key(i) for i in self.archived][:WRITE_CHUNK]
         keys += sorted(self.corrupt_keys)[: WRITE_CHUNK - len(keys)]
+        if len(keys) < WRITE_CHUNK:
+            keys += [k for k, _ in await self.kv.scan(schema.HST, limit=WRITE_CHUNK - len(keys))]
         if not keys:
             return None
         deleted = await self._commit(keys, delete_present(keys))
@@ -191,10 +196,13 @@ class StoreView:
         chunk: Sequence[MemoryItem | ArchivedItem],
         checked: Sequence[MemoryItem | ArchivedItem],
         on_conflict: str,
+        pasts: Mapping[str, Sequence[tuple[MemoryItem, int]]],
     ) -> ImportOutcome:
-        """Write one import batch (conflicts decided over the ids of ``checked``)."""
+        """Write one import batch (conflicts decided over the ids of ``checked``) with the
+        past versions of its memories."""
         keys = [k for r in checked for k in (schema.mem_key(r.id), schema.arc_key(r.id))]
-        outcome: ImportOutcome = await self._commit(keys, import_batch(chunk, checked, on_conflict))
+        write = import_batch(chunk, checked, on_conflict, pasts)
+        outcome: ImportOutcome = await self._commit(keys, write, (schema.HST,))
         for item in outcome.memories:
             self.catalog.put(item)
             self.pending.pop(item.id, None)

@@ -3,6 +3,7 @@
     {"format":"pymemory-export","version":1}
     {"kind":"memory","item":{...}}
     {"kind":"archived","item":{...}}
+    {"kind":"version","item":{...},"valid_to":ms}   a past version of an exported memory
 
 :func:`parse_export` checks every line before the caller writes anything, so bad input
 raises :class:`~pymemory.errors.ImportFormatError` (naming the line) and changes nothing.
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Collection, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ImportFormatError, ValidationError
 from ..item import ArchivedItem, MemoryItem, dumps, loads
-from . import schema
+from . import history, schema
 from .base import KvBackend, iter_prefix
 
 log = logging.getLogger("pymemory")
@@ -36,9 +38,11 @@ def record_line(kind: str, raw: bytes) -> str:
 
 
 async def export_lines(kv: KvBackend, skip: Collection[str] = ()) -> AsyncIterator[str]:
-    """The store as export lines: the header, then memories and archived items in key
-    order; records under the keys in ``skip`` and unreadable ones are left out."""
+    """The store as export lines: the header, then memories, archived items and the
+    memories' past versions in key order; records under the keys in ``skip`` and
+    unreadable ones are left out (and so are the past versions of a memory left out)."""
     yield header_line()
+    exported: set[str] = set()
     for prefix, kind in ((schema.MEM, "memory"), (schema.ARC, "archived")):
         async for key, raw in iter_prefix(kv, prefix):
             if key in skip:
@@ -48,13 +52,34 @@ async def export_lines(kv: KvBackend, skip: Collection[str] = ()) -> AsyncIterat
             except ValidationError as exc:  # written by someone else since our last look
                 log.error("export skips unreadable record %s: %s", key, exc)
                 continue
+            if kind == "memory":
+                exported.add(key[len(prefix) :])
             yield line
+    async for key, raw in iter_prefix(kv, schema.HST):
+        if schema.hst_id(key) not in exported:
+            continue
+        try:
+            item, valid_to = history.read_past(raw)
+        except ValidationError as exc:
+            log.error("export skips unreadable record %s: %s", key, exc)
+            continue
+        yield dumps({"kind": "version", "item": item.to_dict(), "valid_to": valid_to}) + "\n"
 
 
-def parse_export(lines: Iterable[str]) -> tuple[list[MemoryItem], list[ArchivedItem]]:
-    """Every memory and archived item of an export, or ImportFormatError for the first bad line."""
+@dataclass(frozen=True)
+class Parsed:
+    memories: list[MemoryItem]
+    archived: list[ArchivedItem]
+    #: past versions by memory id: (the item as it was, when it was replaced)
+    pasts: dict[str, list[tuple[MemoryItem, int]]]
+
+
+def parse_export(lines: Iterable[str]) -> Parsed:
+    """Every record of an export, or ImportFormatError for the first bad line."""
     memories: list[MemoryItem] = []
     archived: list[ArchivedItem] = []
+    pasts: dict[str, list[tuple[MemoryItem, int]]] = {}
+    past_lines: dict[tuple[str, int], int] = {}  # (id, version) -> line number
     seen: set[str] = set()
     header = False
     for n, line in enumerate(lines, start=1):
@@ -72,6 +97,20 @@ def parse_export(lines: Iterable[str]) -> tuple[list[MemoryItem], list[ArchivedI
                     f'the first line must be {{"format":"{EXPORT_FORMAT}","version":1}}', n
                 )
             header = True
+            continue
+        if isinstance(record, dict) and record.get("kind") == "version":
+            if set(record) != {"kind", "item", "valid_to"}:
+                raise ImportFormatError('a version is {"kind", "item", "valid_to"}', n)
+            try:
+                item, valid_to = history.past_from_dict(
+                    {"item": record["item"], "valid_to": record["valid_to"]}
+                )
+            except ValidationError as exc:
+                raise ImportFormatError(str(exc), n) from None
+            if (item.id, item.version) in past_lines:
+                raise ImportFormatError(f"version {item.version} of {item.id} appears twice", n)
+            past_lines[item.id, item.version] = n
+            pasts.setdefault(item.id, []).append((item, valid_to))
             continue
         if not isinstance(record, dict) or set(record) != {"kind", "item"}:
             raise ImportFormatError('each record is {"kind": ..., "item": {...}}', n)
@@ -91,4 +130,11 @@ def parse_export(lines: Iterable[str]) -> tuple[list[MemoryItem], list[ArchivedI
         seen.add(parsed.id)
     if not header:
         raise ImportFormatError("empty import: no header line", 1)
-    return memories, archived
+    versions = {m.id: m.version for m in memories}
+    for (item_id, version), n in past_lines.items():
+        if version >= versions.get(item_id, 0):
+            raise ImportFormatError(
+                f"version {version} of {item_id} is not a past version of a memory in the import",
+                n,
+            )
+    return Parsed(memories, archived, pasts)

@@ -6,11 +6,17 @@
     mem:<id>         a MemoryItem as canonical JSON (with its ``version`` when above 1)
     arc:<id>         an ArchivedItem (id, type, timestamp, content)
     vec:<id>         the item's embedding (retrieval/vectors_kv.py)
+    hst:<id>:<ver>   a version of the item that update() replaced (history.py)
 
-Later layers add ``obs:``, ``blk:``, ``ns:``, ``ckpt:``, ``fs:`` and ``mt:``. Opening a
+Later layers add ``obs:``, ``blk:``, ``ns:``, ``ckpt:``, ``fs:`` and ``mt:``; the LangGraph
+store (integrations/langgraph.py) adds ``lg:``. Opening a
 store written by a newer schema raises SchemaError; an older one is migrated step by step,
 each step one atomic batch that also bumps the version, so a crash mid-migration leaves
 either the old or the new version, never a mix.
+
+Version 3 added item history (``hst:``). Its migration writes nothing either; the bump
+keeps an older pymemory, which would forget an item but not its history, from opening
+the store.
 
 Version 2 added the change log and item versions. Its migration writes nothing but the
 version bump: a v1 item reads as version 1 and a store without ``meta:seq`` is at
@@ -27,12 +33,13 @@ from ..errors import SchemaError, shown
 from . import KvBackend
 from .base import Writes
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 META_SCHEMA = "meta:schema"
 MEM = "mem:"
 ARC = "arc:"
 VEC = "vec:"
-DATA_PREFIXES = (MEM, ARC, VEC, "chg:", "obs:", "blk:", "ns:", "ckpt:", "fs:", "mt:")
+HST = "hst:"
+DATA_PREFIXES = (MEM, ARC, VEC, HST, "chg:", "obs:", "blk:", "ns:", "ckpt:", "fs:", "mt:", "lg:")
 
 # MIGRATIONS[v] upgrades a store from version v to v + 1. It returns the puts and
 # deletes of one batch; ``migrate`` adds the version bump to that batch.
@@ -52,11 +59,26 @@ def vec_key(item_id: str) -> str:
     return VEC + item_id
 
 
-async def _v1_to_v2(kv: KvBackend) -> tuple[list[tuple[str, bytes]], list[str]]:
-    return [], []  # new keys only: see the module docstring
+def hst_prefix(item_id: str) -> str:
+    return f"{HST}{item_id}:"
 
 
-MIGRATIONS[1] = _v1_to_v2
+def hst_key(item_id: str, version: int) -> str:
+    """Zero-padded, so the versions of one item scan in order."""
+    return f"{HST}{item_id}:{version:016d}"
+
+
+def hst_id(key: str) -> str:
+    """The item id of a ``hst:`` key."""
+    return key[len(HST) : key.rindex(":")]
+
+
+async def _new_keys_only(kv: KvBackend) -> tuple[list[tuple[str, bytes]], list[str]]:
+    return [], []  # see the module docstring
+
+
+MIGRATIONS[1] = _new_keys_only  # v1 -> v2: the change log, item versions
+MIGRATIONS[2] = _new_keys_only  # v2 -> v3: item history
 
 
 def version_record(version: int) -> tuple[str, bytes]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import ConflictError, NotFoundError, PymemoryError
 from ..item import ArchivedItem, Feedback, MemoryItem
-from . import schema
+from . import history, schema
 from .base import Writes
 
 log = logging.getLogger("pymemory")
@@ -38,11 +38,15 @@ def import_batch(
     chunk: Sequence[MemoryItem | ArchivedItem],
     checked: Sequence[MemoryItem | ArchivedItem],
     on_conflict: str,
+    pasts: Mapping[str, Sequence[tuple[MemoryItem, int]]],
 ) -> Transaction:
     """The transaction of one import batch: ``values`` holds the stored (memory, archived)
-    records of each id of ``checked`` (which includes ``chunk``), in order."""
+    records of each id of ``checked`` (which includes ``chunk``), in order; ``listed[0]``
+    every ``hst:`` key. A memory written takes the imported history (``pasts``) in place
+    of its stored one; an archived one loses its stored history."""
 
-    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+    def write(values: list[bytes | None], listed: list[list[str]]) -> Writes:
+        stored_pasts = history.ids_of(listed[0])
         stored = {r.id: (values[2 * j], values[2 * j + 1]) for j, r in enumerate(checked)}
         taken = [r.id for r in checked if stored[r.id] != (None, None)]
         if taken and on_conflict == "error":
@@ -70,6 +74,10 @@ def import_batch(
                     continue
                 item = r if old is None else replace(r, version=max(r.version, old.version + 1))
                 puts.append((schema.mem_key(r.id), item.to_json().encode()))
+                new = [history.past_record(past, at) for past, at in pasts.get(r.id, ())]
+                puts += new
+                written = {key for key, _ in new}
+                deletes += [k for k in stored_pasts.get(r.id, ()) if k not in written]
                 if arc_raw is not None:
                     deletes.append(schema.arc_key(r.id))
                 if mem_raw is not None and (old is None or old.text != item.text):
@@ -79,6 +87,7 @@ def import_batch(
                 puts.append((schema.arc_key(r.id), r.to_json().encode()))
                 if mem_raw is not None:
                     deletes += [schema.mem_key(r.id), schema.vec_key(r.id)]
+                deletes += stored_pasts.get(r.id, ())
                 archived.append(r)
         outcome = ImportOutcome(memories, archived, added, replaced, skipped)
         return Writes(puts, deletes, outcome)
@@ -92,11 +101,14 @@ def forget_batch(
     match: Callable[[MemoryItem], bool],
     archive: bool,
 ) -> Transaction:
-    """The transaction of one ``_forget_where`` batch over the stored records of ``ids``:
-    result (ids gone, stored items kept because they no longer match, count removed)."""
+    """The transaction of one ``_forget_where`` batch over the stored records of ``ids``
+    (and every ``hst:`` key, listed): result (ids gone, stored items kept because they no
+    longer match, count removed). A forgotten or archived item's history goes too."""
 
-    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+    def write(values: list[bytes | None], listed: list[list[str]]) -> Writes:
+        pasts = history.ids_of(listed[0])
         puts, deletes = [], []
+        removed = 0
         gone, kept = [], []
         for item_id, raw in zip(ids, values, strict=True):
             stored = None if raw is None else decode_or_none(raw)
@@ -111,11 +123,12 @@ def forget_batch(
                 kept.append(stored)
                 continue
             gone.append(item_id)
+            removed += 1
             deletes += [schema.mem_key(item_id), schema.vec_key(item_id)]
+            deletes += pasts.get(item_id, ())
             if archive:
                 record = ArchivedItem.of(stored).to_json().encode()
                 puts.append((schema.arc_key(item_id), record))
-        removed = len(deletes) // 2
         return Writes(puts, deletes, result=(gone, kept, removed))
 
     return write
@@ -142,7 +155,8 @@ def update_item(
     expected_version: int | None,
 ) -> Transaction:
     """``update()``: ``fields`` and the pending feedback ``delta`` onto the stored item,
-    as its next version; result: the item as stored."""
+    as its next version, keeping the version it replaces in the item's history (when
+    ``fields`` change anything); result: the item as stored."""
 
     def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
         current = stored_live(item_id, values[0], now_ms)
@@ -155,16 +169,19 @@ def update_item(
             return Writes(result=current)
         feedback = current.feedback if delta is None else current.feedback.merged(delta)
         item = replace(current, **fields, feedback=feedback, version=current.version + 1)
-        return Writes([(schema.mem_key(item_id), item.to_json().encode())], result=item)
+        puts = [(schema.mem_key(item_id), item.to_json().encode())]
+        if fields:
+            puts.append(history.past_record(current, now_ms))
+        return Writes(puts, result=item)
 
     return write
 
 
 def forget_item(item_id: str, expected_version: int | None) -> Transaction:
-    """``delete()`` over the stored (memory, archived) records of one id: the item, its
-    archived copy and its vector go."""
+    """``delete()`` over the stored (memory, archived) records of one id and the keys of
+    its history (listed): the item, its archived copy, its vector and its history go."""
 
-    def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+    def write(values: list[bytes | None], listed: list[list[str]]) -> Writes:
         raw, archived = values
         if raw is None and archived is None:
             raise NotFoundError(f"no memory with id {item_id!r}")
@@ -176,7 +193,7 @@ def forget_item(item_id: str, expected_version: int | None) -> Transaction:
                     f"memory {item_id!r} is {found}, not version {expected_version}"
                 )
         doomed = [schema.mem_key(item_id), schema.arc_key(item_id), schema.vec_key(item_id)]
-        return Writes(deletes=doomed)
+        return Writes(deletes=doomed + listed[0])
 
     return write
 

@@ -5,6 +5,7 @@ one browser context (one origin, one profile)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from concurrent.futures import ThreadPoolExecutor
 
 from browserkit import watch_errors
@@ -81,6 +82,19 @@ IMPORT = """([text, chunk]) => {
 }"""
 LIST = "async () => (await window.m.list({ scope: null })).map((i) => i.content)"
 CHUNK, TOTAL = 100, 4000
+IN_FLIGHT = f"window.outcome === null && window.written < {TOTAL}"
+
+
+def _acknowledged(text: str, written: int) -> set[str]:
+    """The contents of the first ``written`` records of the import, in the order it sends them."""
+    records = [json.loads(line) for line in text.splitlines()[1:]]
+    return {r["item"]["content"] for r in records[:written]}
+
+
+def _check_items(items: list[str], acknowledged: set[str]) -> None:
+    assert len(items) == len(set(items))  # nothing twice
+    assert acknowledged <= set(items)  # every acknowledged item, by content
+    assert len(items) % CHUNK == 0  # no half batch
 
 
 def _check_survivors(importer, idle, outcome, acknowledged) -> None:
@@ -88,10 +102,7 @@ def _check_survivors(importer, idle, outcome, acknowledged) -> None:
     assert outcome["ok"] or outcome["code"] == "leader_lost", outcome
     for page in (importer, idle):
         page.wait_for_function("window.m.status.ready === true")
-        items = page.evaluate(LIST)
-        assert len(items) == len(set(items))  # nothing twice
-        assert len(items) >= acknowledged  # nothing acknowledged lost
-        assert len(items) % CHUNK == 0  # no half batch
+        _check_items(page.evaluate(LIST), acknowledged)
     roles = {importer.evaluate("window.m.status.role"), idle.evaluate("window.m.status.role")}
     assert roles == {"leader", "follower"}
     # the survivors keep working, through the new leader
@@ -105,11 +116,14 @@ def test_leader_closed_during_a_bulk_import(context, base_url):
     importer, role = tab(context, base_url)
     idle, _ = tab(context, base_url)
     assert role == "follower"
-    importer.evaluate(IMPORT, [_export(TOTAL), CHUNK])
+    text = _export(TOTAL)
+    importer.evaluate(IMPORT, [text, CHUNK])
     importer.wait_for_function("window.written >= 500")
+    assert importer.evaluate(IN_FLIGHT)  # the import is still running when the leader goes
     leader.close()
     importer.wait_for_function("window.outcome !== null")
-    _check_survivors(importer, idle, importer.evaluate("window.outcome"), importer.evaluate("window.written"))
+    written = importer.evaluate("window.written")
+    _check_survivors(importer, idle, importer.evaluate("window.outcome"), _acknowledged(text, written))
 
 
 def test_leader_crashed_during_a_bulk_import(browser, base_url):
@@ -139,13 +153,14 @@ def test_leader_crashed_during_a_bulk_import(browser, base_url):
             await importer.evaluate(IMPORT, [text, CHUNK])
             await importer.wait_for_function("window.written >= 500")
             cdp = await ctx.new_cdp_session(leader)
+            in_flight = await importer.evaluate(IN_FLIGHT)
             send = asyncio.ensure_future(cdp.send("Page.crash"))  # never answered: it crashed
             await asyncio.wait_for(crashed, 30)
             send.cancel()
             await importer.wait_for_function("window.outcome !== null")
             outcome = await importer.evaluate("window.outcome")
             written = await importer.evaluate("window.written")
-            result = {"outcome": outcome, "written": written, "after": []}
+            result = {"outcome": outcome, "written": written, "after": [], "in_flight": in_flight}
             for page in (importer, idle):
                 await page.wait_for_function("window.m.status.ready === true")
                 result["after"].append(
@@ -160,10 +175,9 @@ def test_leader_crashed_during_a_bulk_import(browser, base_url):
 
     with ThreadPoolExecutor(1) as pool:  # the sync fixtures' loop owns this thread
         got = pool.submit(asyncio.run, scenario()).result()
+    assert got["in_flight"]  # the import was still running when the leader crashed
     assert got["outcome"]["ok"] or got["outcome"]["code"] == "leader_lost", got["outcome"]
     for after in got["after"]:
-        items = after["items"]
-        assert len(items) == len(set(items)) and len(items) >= got["written"]
-        assert len(items) % CHUNK == 0
+        _check_items(after["items"], _acknowledged(text, got["written"]))
     assert {a["role"] for a in got["after"]} == {"leader", "follower"}
     assert "kettle is blue" in got["found"]

@@ -1,0 +1,11 @@
+"""Adapters that let other agent frameworks keep their memory in pymemory.
+
+Each adapter is one module with its framework as an optional extra, imported only when
+asked for, so ``import pymemory`` never needs a framework installed:
+
+* :mod:`pymemory.integrations.langgraph`: ``PymemoryStore``, a LangGraph ``BaseStore`` on
+  any KvBackend (``pip install 'pymemory-agent[langgraph]'``).
+
+Integrations use the layers (storage, models, retrieval, the facade); nothing inside
+pymemory imports them.
+"""

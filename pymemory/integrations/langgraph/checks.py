@@ -1,0 +1,210 @@
+"""The LangGraph store's constants and input checks (namespaces, keys, values, TTLs, filters)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from langgraph.store.base import (
+    InvalidNamespaceError,
+    tokenize_path,
+)
+
+from ...errors import SchemaError, ValidationError, shown
+from ...item import MAX_JSON_DEPTH, loads
+from ...storage.base import MAX_KEY_CHARS
+
+#: Every key this store writes starts with this (listed in storage/schema.py).
+KEY_PREFIX = "lg:"
+ITEM_PREFIX = KEY_PREFIX + "i:"
+VECTOR_PREFIX = KEY_PREFIX + "v:"
+SEQ_KEY = KEY_PREFIX + "seq"
+#: Largest value accepted, as canonical JSON.
+MAX_VALUE_BYTES = 1_048_576
+#: Longest TTL accepted, in minutes (100 years).
+MAX_TTL_MINUTES = 100 * 365 * 24 * 60
+OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
+TTL_CONFIG_KEYS = frozenset(
+    {"refresh_on_read", "default_ttl", "omit_expired", "sweep_interval_minutes"}
+)
+_MISSING = object()
+_MINUTE_MS = 60_000
+
+
+# --- checks ------------------------------------------------------------------------------
+
+
+def _check_namespace(namespace: object, *, allow_empty: bool = True) -> tuple[str, ...]:
+    """The namespace as a tuple; InvalidNamespaceError (LangGraph's) if a label is bad."""
+    if isinstance(namespace, str) or not isinstance(namespace, (tuple, list)):
+        raise InvalidNamespaceError(
+            f"a namespace is a tuple of strings, got {type(namespace).__name__}"
+        )
+    labels = tuple(namespace)
+    if not labels and not allow_empty:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    for label in labels:
+        if not isinstance(label, str):
+            raise InvalidNamespaceError(
+                f"namespace labels must be strings, got {type(label).__name__} in {labels!r}"
+            )
+        if not label or "." in label or "\x00" in label:
+            raise InvalidNamespaceError(
+                f"namespace label {label!r} in {labels!r} is empty or holds '.' or NUL"
+            )
+        try:
+            label.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidNamespaceError(
+                f"namespace label {label!r} holds a lone surrogate"
+            ) from None
+    return labels
+
+
+def _check_key(key: object) -> str:
+    if not isinstance(key, str):
+        raise ValidationError(f"an item key must be a string, got {type(key).__name__}")
+    if "\x00" in key:
+        raise ValidationError("an item key must not contain NUL")
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("an item key must not contain a lone surrogate") from None
+    return key
+
+
+def _ns_text(namespace: tuple[str, ...]) -> str:
+    return "".join(label + "." for label in namespace)
+
+
+def _suffix(namespace: tuple[str, ...], key: str) -> str:
+    suffix = _ns_text(namespace) + "." + key
+    if len(ITEM_PREFIX) + len(suffix) > MAX_KEY_CHARS:
+        raise ValidationError(
+            f"namespace and key are {len(suffix)} characters together; the limit is "
+            f"{MAX_KEY_CHARS - len(ITEM_PREFIX)}"
+        )
+    return suffix
+
+
+def _parse_item_key(kv_key: str) -> tuple[tuple[str, ...], str]:
+    rest = kv_key[len(ITEM_PREFIX) :]
+    cut = rest.find("..")
+    if cut < 0:
+        raise SchemaError(f"the record {kv_key!r} is not a LangGraph store item key")
+    return tuple(rest[:cut].split(".")), rest[cut + 2 :]
+
+
+def _check_int(value: object, name: str, *, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValidationError(f"{name} must be an int >= {low}, got {shown(value)}")
+    return value
+
+
+def _check_json(value: Any, path: str, depth: int) -> None:
+    if depth > MAX_JSON_DEPTH:
+        where = path if len(path) <= 60 else path[:57] + "..."
+        raise ValidationError(f"{where} nests deeper than {MAX_JSON_DEPTH} levels")
+    if value is None or isinstance(value, (bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(f"{path} is not a finite number")
+        return
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(f"{path} contains a lone surrogate") from None
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_json(item, f"{path}[{i}]", depth + 1)
+        return
+    if isinstance(value, Mapping):
+        for k, item in value.items():
+            if not isinstance(k, str):
+                raise ValidationError(f"{path} has a non-string key {k!r}")
+            _check_json(k, f"{path} key", depth + 1)
+            _check_json(item, f"{path}.{k}", depth + 1)
+        return
+    raise ValidationError(f"{path} is not JSON-serializable (got {type(value).__name__})")
+
+
+def _json_text(value: Any) -> str:
+    """Compact JSON that keeps the caller's key order (a value comes back as it went in)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _check_value(value: object) -> dict[str, Any]:
+    """The value as it will be stored and returned (a JSON round trip)."""
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"a value must be a mapping (dict), got {type(value).__name__}")
+    _check_json(value, "value", 0)
+    text = _json_text(dict(value))
+    size = len(text.encode("utf-8"))
+    if size > MAX_VALUE_BYTES:
+        raise ValidationError(f"the value is {size} bytes as JSON, over {MAX_VALUE_BYTES}")
+    return loads(text)
+
+
+def _check_paths(paths: object, name: str) -> list[str]:
+    if isinstance(paths, str) or not isinstance(paths, (list, tuple)):
+        raise ValidationError(f"{name} must be a list of field paths, got {shown(paths)}")
+    out = []
+    for path in paths:
+        if not isinstance(path, str) or not path:
+            raise ValidationError(f"{name} holds {shown(path)}, not a field path")
+        if path != "$":
+            try:
+                tokenize_path(path)
+            except Exception as exc:  # LangGraph's own parser decides what a path is
+                raise ValidationError(f"{name}: bad field path {path!r} ({exc})") from None
+        out.append(path)
+    return out
+
+
+def _check_ttl_minutes(ttl: object) -> float | None:
+    if ttl is None:
+        return None
+    if isinstance(ttl, timedelta):
+        ttl = ttl.total_seconds() / 60
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise ValidationError(f"ttl must be minutes (a number) or None, got {shown(ttl)}")
+    if not math.isfinite(ttl) or not 0 < ttl <= MAX_TTL_MINUTES:
+        raise ValidationError(
+            f"ttl must be a number of minutes in (0, {MAX_TTL_MINUTES}] (100 years), got {ttl}"
+        )
+    return float(ttl)
+
+
+def _check_filter(flt: object) -> dict[str, Any] | None:
+    if flt is None:
+        return None
+    if not isinstance(flt, Mapping):
+        raise ValidationError(f"filter must be a dict, got {type(flt).__name__}")
+    _check_json(flt, "filter", 0)
+
+    def walk(cond: Any, where: str) -> None:
+        if isinstance(cond, Mapping):
+            ops = [k for k in cond if k.startswith("$")]
+            if ops and len(ops) != len(cond):
+                raise ValidationError(f"filter {where} mixes operators and fields")
+            for k, v in cond.items():
+                if ops and k not in OPERATORS:
+                    raise ValidationError(
+                        f"Unsupported operator {k!r} in filter {where}; use one of "
+                        f"{', '.join(sorted(OPERATORS))}"
+                    )
+                if not ops:
+                    walk(v, f"{where}.{k}")
+        elif isinstance(cond, (list, tuple)):
+            for i, v in enumerate(cond):
+                walk(v, f"{where}[{i}]")
+
+    for key, cond in flt.items():
+        walk(cond, repr(key))
+    return dict(flt)
