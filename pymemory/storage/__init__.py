@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .base import KvBackend, Writes, iter_prefix
+from .encrypted import EncryptedKv
 from .map import MapKv
 
 if TYPE_CHECKING:
     from .sqlite import SqliteKv
 
-__all__ = ["KvBackend", "MapKv", "SqliteKv", "Writes", "iter_prefix"]
+__all__ = ["EncryptedKv", "KvBackend", "MapKv", "SqliteKv", "Writes", "iter_prefix"]
 
 
 def __getattr__(name: str) -> Any:

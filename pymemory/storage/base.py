@@ -36,7 +36,8 @@ class Writes:
 #: ``fn(values, listed) -> Writes``: ``values`` in the order of the keys asked for (None:
 #: absent), ``listed[i]`` the keys under the i-th prefix, ascending. It runs inside the
 #: transaction, possibly on the backend's own thread: it must only compute (no I/O, no
-#: await, no shared mutable state) and is called exactly once per ``transact``.
+#: await, no shared mutable state) and is called exactly once per ``transact`` (over an
+#: EncryptedKv: once per attempt of its optimistic transact; see storage/encrypted.py).
 TransactFn = Callable[[list[bytes | None], list[list[str]]], Writes]
 
 
