@@ -113,7 +113,8 @@ def fetch_pypi(spec: dict, python: str) -> Path:
 # import name and the manifest key the worker reads stay `pymemory`.
 WHEEL_GLOB = "pymemory_agent-*.whl"
 # What an installed wheel needs beyond the modules: the eval suites, the model pins, the
-# IndexedDB bridge Pyodide imports, and the o200k_base ranks (generated, git-ignored).
+# IndexedDB and WebCrypto bridges Pyodide imports, and the o200k_base ranks (generated,
+# git-ignored).
 WHEEL_DATA = (
     "pymemory/evals/data/multi_turn_memory.jsonl",
     "pymemory/evals/data/long_context_recall.jsonl",
@@ -121,6 +122,7 @@ WHEEL_DATA = (
     "pymemory/models/manifest.json",
     "pymemory/models/tokenizers/o200k_base.tiktoken",
     "pymemory/browser/idb_kv.mjs",
+    "pymemory/browser/webcrypto.mjs",
 )
 
 

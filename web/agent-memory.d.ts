@@ -335,7 +335,28 @@ export interface CreateAgentMemoryOptions {
   durability?: "strict" | "relaxed";
   feedbackFlushMs?: number;
   autoArchiveDays?: number;
+  /** Encrypt this database at rest (AES-256-GCM per value; key names stay readable). A
+   * wrong passphrase or key rejects `ready` (and every call) with code "wrong_key" and
+   * writes nothing; so does opening an encrypted database without one. */
+  encryption?: EncryptionOptions;
 }
+
+export type EncryptionOptions =
+  | {
+      /** PBKDF2-SHA256 (salt and iteration count stored in the database) */
+      passphrase: string;
+      key?: never;
+      /** PBKDF2 iterations when this creates the database (default 600000, at least 1000;
+       * an existing database keeps its own) */
+      iterations?: number;
+    }
+  | {
+      /** an AES-GCM CryptoKey of 256 bits with usages encrypt and decrypt; it may be
+       * non-extractable. It wraps the database's data key. */
+      key: CryptoKey;
+      passphrase?: never;
+      iterations?: never;
+    };
 
 export interface AgentMemory {
   readonly dbName: string;

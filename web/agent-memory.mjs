@@ -115,6 +115,36 @@ const MUTATIONS = new Set([
   "sweep",
 ]);
 
+// The `encryption` option as it travels with every call of its client: its secret and a
+// random id the store worker knows the client by once the secret opened the database.
+function unlockOf(encryption) {
+  if (encryption == null) return undefined;
+  const bad = (message) => new MemoryError("invalid_input", `encryption: ${message}`);
+  if (typeof encryption !== "object" || Array.isArray(encryption)) {
+    throw bad("must be { passphrase } or { key: CryptoKey }");
+  }
+  const { passphrase, key, iterations, ...rest } = encryption;
+  if (Object.keys(rest).length) throw bad(`unknown option(s) ${Object.keys(rest).join(", ")}`);
+  if ((passphrase == null) === (key == null)) throw bad("give exactly one of passphrase or key");
+  if (passphrase != null && (typeof passphrase !== "string" || !passphrase)) {
+    throw bad("passphrase must be a non-empty string");
+  }
+  if (key != null) {
+    if (typeof CryptoKey === "undefined" || !(key instanceof CryptoKey)) throw bad("key must be a CryptoKey");
+    if (key.algorithm?.name !== "AES-GCM" || key.algorithm.length !== 256) {
+      throw bad("key must be an AES-GCM key of 256 bits");
+    }
+    if (!key.usages.includes("encrypt") || !key.usages.includes("decrypt")) {
+      throw bad('key must allow "encrypt" and "decrypt"');
+    }
+  }
+  if (iterations != null && !(Number.isInteger(iterations) && iterations >= 1000 && iterations <= 1e8)) {
+    throw bad("iterations must be an integer from 1000 to 100000000");
+  }
+  const secret = passphrase != null ? { passphrase } : { key };
+  return { id: crypto.randomUUID(), ...secret, ...(iterations != null ? { iterations } : {}) };
+}
+
 function asObject(name, value) {
   if (value == null) return {};
   if (typeof value !== "object" || Array.isArray(value)) {
@@ -128,7 +158,9 @@ function asObject(name, value) {
  * Options: dbName ("pymemory"), scope ("conversation"), strategy ("all" | "recent-5" |
  * "by-tag" | "custom" | a strategy object), tags, custom, models (["embedder",
  * "summarizer"]), durability ("strict" | "relaxed"), feedbackFlushMs, autoArchiveDays,
- * bootTimeoutMs; asset locations: assetsUrl (the package folder) and the overrides in
+ * bootTimeoutMs; encryption ({ passphrase } or { key: CryptoKey }, optional iterations for a
+ * new store: values AES-256-GCM encrypted at rest; a wrong one rejects `ready` with
+ * wrong_key); asset locations: assetsUrl (the package folder) and the overrides in
  * ASSET_DEFAULTS (workerUrl, wheelsUrl, modelsUrl, pyodideUrl, onnxruntimeUrl, tiktokenUrl).
  */
 export function createAgentMemory(options = {}) {
@@ -139,18 +171,21 @@ export function createAgentMemory(options = {}) {
     tags,
     custom,
     models,
+    encryption,
     ...connectionOptions
   } = options;
   if (models != null && (!Array.isArray(models) || models.some((m) => !MODELS.includes(m)))) {
     throw new MemoryError("invalid_input", `models must be a list of: ${MODELS.join(", ")}`);
   }
+  // Per client, never a connection option: the connection (and its worker) is shared.
+  const unlock = unlockOf(encryption);
   const conn = connection(connectionOptions);
   const resolved = resolveStrategy(strategy, { tags, custom });
   let closed = false;
 
   async function call(method, params, onProgress) {
     if (closed) throw new MemoryError("closed", "this memory client is closed");
-    const result = await conn.call(dbName, method, params, onProgress);
+    const result = await conn.call(dbName, method, params, onProgress, unlock);
     if (MUTATIONS.has(method)) conn._emit(dbName);
     return result;
   }
@@ -160,7 +195,7 @@ export function createAgentMemory(options = {}) {
   // Local models load after the store opens; until then retrieval is BM25 only and new
   // items keep their rule summaries. Progress shows in status.models.
   const modelsLoaded = models?.length
-    ? opened.then(() => conn.loadModels(dbName, models))
+    ? opened.then(() => conn.loadModels(dbName, models, unlock))
     : Promise.resolve({});
   modelsLoaded.catch(() => {});
 

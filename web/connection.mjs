@@ -128,9 +128,10 @@ class WorkerLink {
     });
   }
 
-  async call(db, method, params, onProgress, raw = false) {
+  // `unlock`: the calling client's key for an encrypted database (see _call).
+  async call(db, method, params, onProgress, raw = false, unlock = undefined) {
     await this.ready;
-    return this.request({ op: "call", db, method, params }, onProgress, raw);
+    return this.request({ op: "call", db, method, params, unlock }, onProgress, raw);
   }
 
   _status(s) {
@@ -272,9 +273,8 @@ export class Connection {
   _send(id, call) {
     if (this.role === "leader") {
       this.calls.delete(id);
-      this.link
-        .call(call.message.db, call.message.method, call.message.params, call.onProgress, call.raw)
-        .then(call.resolve, call.reject);
+      const { db, method, params, unlock } = call.message;
+      this.link.call(db, method, params, call.onProgress, call.raw, unlock).then(call.resolve, call.reject);
     } else if (this.leader) {
       this.rpc.postMessage({ t: "call", from: this.tab, to: this.leader, id, ...call.message });
     } // else: no leader known yet; sent when one announces itself
@@ -330,7 +330,7 @@ export class Connection {
     const progress = (done, total) =>
       this.rpc.postMessage({ t: "progress", to: data.from, id: data.id, done, total });
     try {
-      reply(await this.link.call(data.db, data.method, data.params, progress, true));
+      reply(await this.link.call(data.db, data.method, data.params, progress, true, data.unlock));
     } catch (err) {
       reply({ ok: false, error: wire(err) });
     }
@@ -342,8 +342,12 @@ export class Connection {
     for (const fn of this.statusListeners) fn(this.status);
   }
 
-  _call(db, method, params, onProgress, raw) {
-    const message = { db, method, params: toJson(params) }; // JSON text, parsed in Python
+  // `unlock` ({ id, passphrase | key: CryptoKey, iterations? }): an encrypted database's
+  // key, sent with every call of its client (structured-cloned, never JSON), so that the
+  // worker of whichever tab leads, now or after a takeover, checks the client's first call
+  // against the store's key record and refuses calls without a key (api.py RpcApi.memory).
+  _call(db, method, params, onProgress, raw, unlock) {
+    const message = { db, method, params: toJson(params), unlock }; // params: JSON text, parsed in Python
     return new Promise((resolve, reject) => {
       const id = `${this.tab}:${this.nextId++}`;
       const call = { message, acked: false, resolve, reject, onProgress, raw };
@@ -352,19 +356,19 @@ export class Connection {
     });
   }
 
-  async call(dbName, method, params, onProgress) {
+  async call(dbName, method, params, onProgress, unlock) {
     toJson(params); // bad input rejects before waiting for the store
     await this.ready;
-    return this._call(dbName, method, params, onProgress, false);
+    return this._call(dbName, method, params, onProgress, false, unlock);
   }
 
   /** For benchmarks: the worker's answer as is, with `ms` (time spent in the worker). */
-  async rawCall(dbName, method, params) {
+  async rawCall(dbName, method, params, unlock) {
     await this.ready;
-    return this._call(dbName, method, params, null, true);
+    return this._call(dbName, method, params, null, true, unlock);
   }
 
-  async loadModels(dbName, models) {
+  async loadModels(dbName, models, unlock) {
     const want = Object.fromEntries(models.map((m) => [m, true]));
     const mark = (state, extra = {}) =>
       this._setStatus({
@@ -373,7 +377,7 @@ export class Connection {
       });
     mark("loading");
     try {
-      const result = await this.call(dbName, "loadModels", want);
+      const result = await this.call(dbName, "loadModels", want, undefined, unlock);
       mark("ready", { info: result });
       this._emit(dbName);
       return result;

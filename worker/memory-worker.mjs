@@ -5,7 +5,10 @@
 //
 // Messages (one small protocol, see web/agent-memory.mjs):
 //   page -> worker  { id, op: "init", options }            -> { id, ok, result: status }
-//                   { id, op: "call", db, method, params } -> { id, ok, result } | { id, ok: false, error }
+//                   { id, op: "call", db, method, params, unlock? }
+//                                                          -> { id, ok, result } | { id, ok: false, error }
+//                   unlock: an encrypted database's key, with every call of a client that
+//                   has one: { id, passphrase | key: CryptoKey, iterations? } (api.py Unlock)
 //   worker -> page  { op: "status", status }   boot progress, then ready or an error
 //                   { op: "change", db, kind, itemId }      background work changed a memory
 //                   { op: "progress", id, done, total }     progress of a long call (import)
@@ -186,7 +189,7 @@ function init(options) {
   return booting.then(() => status);
 }
 
-async function call(id, db, method, params) {
+async function call(id, db, method, params, unlock) {
   if (!api) {
     return { ok: false, error: status.error ?? { code: "not_ready", message: "init() first" } };
   }
@@ -200,7 +203,7 @@ async function call(id, db, method, params) {
   }
   const progress = (done, total) => post({ op: "progress", id, done, total });
   const t0 = performance.now();
-  const answer = JSON.parse(await api.call(db, method, json, progress));
+  const answer = JSON.parse(await api.call(db, method, json, progress, unlock ?? undefined));
   answer.ms = performance.now() - t0; // time spent in the worker, for benchmarks
   return answer;
 }
@@ -210,7 +213,7 @@ self.onmessage = async ({ data }) => {
   let reply;
   try {
     if (op === "init") reply = { ok: true, result: await init(data.options) };
-    else if (op === "call") reply = await call(id, data.db, data.method, data.params);
+    else if (op === "call") reply = await call(id, data.db, data.method, data.params, data.unlock);
     else if (op === "modelStats") reply = { ok: true, result: await ort.stats() };
     else reply = { ok: false, error: { code: "unknown_method", message: `unknown op ${op}` } };
   } catch (err) {

@@ -12,20 +12,24 @@ is always valid JSON: never ``NaN`` or ``Infinity``.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import PymemoryError, ValidationError
+from ..errors import PymemoryError, SchemaError, ValidationError, WrongKeyError
 from ..item import MAX_JSON_DEPTH, ArchivedItem, MemoryItem, check_json_depth
 from ..memory import ImportResult, Memory
 from ..models.embedding import EmbedderUnavailableError, HashingEmbedder
 from ..retrieval.pipeline import Candidate, Retrieval, ScoredMemory
 from ..storage import KvBackend
 from ..storage.conformance import run_conformance
+from ..storage.encrypted import DEFAULT_ITERATIONS, KEYRING_KEY, EncryptedKv
 from .agent_api import agent_handler, close_agents
 from .params import _params, _py
 
@@ -33,6 +37,45 @@ log = logging.getLogger("pymemory")
 
 KvFactory = Callable[[str], Awaitable[KvBackend]]
 Progress = Callable[[int, int], object]
+
+
+@dataclass(frozen=True)
+class Unlock:
+    """A client's ``encryption`` option as it reaches the API with every call: ``id``
+    names the client (a call whose id already unlocked the database is not checked
+    again), then the secret, ``passphrase`` or ``key`` (32 bytes or the runtime's key
+    handle), and the PBKDF2 ``iterations`` a new store records."""
+
+    id: str
+    passphrase: str | None = None
+    key: Any = None
+    iterations: int = DEFAULT_ITERATIONS
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, Any]) -> Unlock:
+        unknown = set(fields) - {"id", "passphrase", "key", "iterations"}
+        if unknown:
+            raise ValidationError(f"unknown encryption option(s) {sorted(unknown)}")
+        uid = fields.get("id")
+        if not isinstance(uid, str) or not uid or len(uid) > 128:
+            raise ValidationError("encryption id must be a non-empty string of at most 128 chars")
+        if (fields.get("passphrase") is None) == (fields.get("key") is None):
+            raise ValidationError("encryption needs exactly one of passphrase or key")
+        iterations = fields.get("iterations")
+        if iterations is None:
+            iterations = DEFAULT_ITERATIONS
+        if isinstance(iterations, float) and iterations.is_integer():
+            iterations = int(iterations)  # a JS number
+        return cls(uid, fields.get("passphrase"), fields.get("key"), iterations)
+
+
+#: The Unlock of the call being served (None: the call brought no key).
+_UNLOCK: ContextVar[Unlock | None] = ContextVar("pymemory_unlock", default=None)
+
+_ENCRYPTED = (
+    "database {db!r} is encrypted: open it with its passphrase or key "
+    "(createAgentMemory({{ encryption }}))"
+)
 
 #: Longest parameters JSON a call may send (characters), checked before parsing; an import
 #: (the whole JSON Lines text in one string) may be longer.
@@ -133,24 +176,56 @@ class RpcApi:
     embedder_factory: Callable[[], Awaitable[Any]] | None = None
     refiner_factory: Callable[[], Awaitable[Any]] | None = None
 
+    #: Encrypted databases: ``locked_kv_factory(db, unlock)`` opens database ``db`` as an
+    #: EncryptedKv unlocked with ``unlock`` (WrongKeyError if it does not open it; nothing
+    #: written). None: this runtime has no encryption, and a call with a key is refused.
+    locked_kv_factory: Callable[[str, Unlock], Awaitable[KvBackend]] | None = None
+    #: The Unlock of calls that bring none (e.g. ``create_api(passphrase=...)``).
+    default_unlock: Unlock | None = None
+
     def __init__(self, kv_factory: KvFactory, **memory_options: Any) -> None:
         self._kv_factory = kv_factory
         self._memory_options = memory_options
         self._memories: dict[str, Memory] = {}
+        # db -> the ids of the Unlocks admitted to it; None: opened without a key
+        self._unlocked: dict[str, set[str] | None] = {}
+        self._opening: dict[str, asyncio.Lock] = {}
         self._embedder: Any = None
         self._refiner: Any = None
 
+    def parse_unlock(self, value: Any) -> Unlock:
+        """The Unlock of a call's ``unlock`` argument: an Unlock or a mapping of its fields
+        (a runtime replaces this method to read its own form, e.g. the client's JS object)."""
+        if isinstance(value, Unlock):
+            return value
+        if not isinstance(value, Mapping):
+            raise ValidationError("encryption must be an object")
+        return Unlock.from_fields(value)
+
     async def call(
-        self, db: str, method: str, params_json: str = "{}", progress: Progress | None = None
+        self,
+        db: str,
+        method: str,
+        params_json: str = "{}",
+        progress: Progress | None = None,
+        unlock: Any = None,
     ) -> str:
+        """Serve one call. ``unlock``: the calling client's key (its ``encryption``
+        option, see :class:`Unlock`); every call of a client of an encrypted database
+        brings it, so a worker that takes over after another tab's can open the database."""
+        reset = None
         try:
             if not isinstance(db, str) or not db or len(db) > 128:
                 raise ValidationError("dbName must be a non-empty string of at most 128 chars")
+            key = self.default_unlock if unlock is None else self.parse_unlock(unlock)
+            reset = _UNLOCK.set(key)
             handler = getattr(self, f"_m_{method}", None) if isinstance(method, str) else None
             if handler is None and isinstance(method, str) and "." in method:
                 handler = agent_handler(self, method)  # blocks.*, tools.*, observer.*, ...
             if handler is None:
                 return _error("unknown_method", f"unknown method {method!r}")
+            if key is not None or db in self._memories:
+                await self.memory(db)  # the call's key opens or is checked, even for close
             params = _parse_params(params_json, method)
             if method == "importJsonl":
                 result = await handler(db, params, progress)
@@ -162,19 +237,72 @@ class RpcApi:
         except Exception as exc:  # a bug, not bad input: report it, keep the worker alive
             log.exception("internal error in %s", method)
             return _error("internal", f"{type(exc).__name__}: {exc}")
+        finally:
+            if reset is not None:
+                _UNLOCK.reset(reset)
 
     async def memory(self, db: str) -> Memory:
+        """The Memory of database ``db``, opened on first use, for the call being served:
+        an encrypted database needs the call's key (the first call of each client is
+        checked against the store's key record; WrongKeyError, nothing written), a plain
+        one no key."""
+        unlock = _UNLOCK.get()
         memory = self._memories.get(db)
-        if memory is None:
-            memory = await Memory.open(await self._kv_factory(db), **self._memory_options)
-            # Two first calls may race through the awaits above: keep the first one.
-            if db in self._memories:
-                await memory.close()
-                await memory.kv.close()
-                return self._memories[db]
-            self._memories[db] = memory
-            memory.listeners.append(lambda kind, item_id: self._changed(db, kind, item_id))
+        if memory is not None and self._admitted(db, unlock):
+            return memory
+        lock = self._opening.setdefault(db, asyncio.Lock())
+        async with lock:  # one open (or key check) of a database at a time
+            memory = self._memories.get(db)
+            if memory is None:
+                memory = await self._open(db, unlock)
+                self._memories[db] = memory
+                self._unlocked[db] = None if unlock is None else {unlock.id}
+                memory.listeners.append(lambda kind, item_id: self._changed(db, kind, item_id))
+            elif not self._admitted(db, unlock):
+                await self._check_unlock(db, unlock)
         return memory
+
+    def _admitted(self, db: str, unlock: Unlock | None) -> bool:
+        ids = self._unlocked.get(db)
+        if ids is None:  # opened without a key
+            return unlock is None
+        return unlock is not None and unlock.id in ids
+
+    async def _open(self, db: str, unlock: Unlock | None) -> Memory:
+        if unlock is None:
+            kv = await self._kv_factory(db)
+            try:
+                if not isinstance(kv, EncryptedKv) and await kv.get(KEYRING_KEY) is not None:
+                    raise WrongKeyError(_ENCRYPTED.format(db=db))
+            except BaseException:
+                await kv.close()
+                raise
+        else:
+            kv = await self._locked_kv(db, unlock)
+        try:
+            return await Memory.open(kv, **self._memory_options)
+        except BaseException:
+            await kv.close()
+            raise
+
+    async def _locked_kv(self, db: str, unlock: Unlock) -> KvBackend:
+        if self.locked_kv_factory is None:
+            raise ValidationError("this runtime does not open encrypted databases")
+        return await self.locked_kv_factory(db, unlock)
+
+    async def _check_unlock(self, db: str, unlock: Unlock | None) -> None:
+        """Admit ``unlock`` to the open database ``db`` if it opens the store, else raise."""
+        ids = self._unlocked.get(db)
+        if unlock is None:
+            raise WrongKeyError(_ENCRYPTED.format(db=db))
+        if ids is None:
+            raise SchemaError(
+                f"database {db!r} is not encrypted (it is open here without a key): open it "
+                "without encryption, or export it and import it into a new, encrypted database"
+            )
+        check = await self._locked_kv(db, unlock)  # a second handle: the key record decides
+        await check.close()
+        ids.add(unlock.id)
 
     #: Called as fn(db, kind, item_id) when background work changes a memory (the worker
     #: forwards it to pages, whose hooks then refresh).
@@ -198,6 +326,7 @@ class RpcApi:
     async def _m_close(self, db: str, params: Any) -> None:
         _params(params, set())
         memory = self._memories.pop(db, None)
+        self._unlocked.pop(db, None)
         if memory is not None:
             await memory.close()
             await memory.kv.close()
@@ -442,19 +571,22 @@ class RpcApi:
 
     async def _m_runKvConformance(self, db: str, params: Any) -> list[dict[str, Any]]:
         """Diagnostics: the core's KV conformance suite on this runtime's backend, each
-        check on a fresh store named ``<db>-conformance-<n>``."""
+        check on a fresh store named ``<db>-conformance-<n>`` (an EncryptedKv over it
+        when the call brings a key)."""
         _params(params, set())
+        unlock = _UNLOCK.get()
         made: list[KvBackend] = []
         counter = iter(range(10**9))
 
         async def factory() -> KvBackend:
-            kv = await self._kv_factory(f"{db}-conformance-{next(counter)}")
+            name = f"{db}-conformance-{next(counter)}"
+            kv = await (self._kv_factory(name) if unlock is None else self._locked_kv(name, unlock))
             made.append(kv)
             return kv
 
         results = await run_conformance(factory)
         for kv in made:
-            destroy = getattr(kv, "destroy", None)
+            destroy = getattr(getattr(kv, "inner", kv), "destroy", None)
             if destroy is not None:
                 await destroy()
         return [{"name": r.name, "ok": r.ok, "error": r.error} for r in results]

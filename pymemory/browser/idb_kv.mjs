@@ -28,6 +28,25 @@ function compareBytes(a, b) {
   return a.length - b.length;
 }
 
+// Pyodide settles an awaited promise only if it rejects with an error it recognises, and
+// Chromium's QuotaExceededError class (a DOMException subclass, Chromium 138+) is not one:
+// the Python call awaiting a write over the quota never settled (issue 17). So every error
+// leaves this module as a plain Error that keeps the original name and message.
+function plain(err) {
+  if (Object.prototype.toString.call(err) === "[object Error]") return err;
+  const out = new Error(String(err?.message ?? err ?? "unknown error"));
+  out.name = typeof err?.name === "string" && err.name ? err.name : "Error";
+  return out;
+}
+
+const settles = (fn) => async (...args) => {
+  try {
+    return await fn(...args);
+  } catch (err) {
+    throw plain(err);
+  }
+};
+
 function request(req) {
   return new Promise((resolve, reject) => {
     req.onsuccess = () => resolve(req.result);
@@ -55,26 +74,115 @@ function concat(chunks) {
   return blob;
 }
 
-// The origin's storage use and quota as the browser estimates them (null where the
-// runtime has no StorageManager). Workers have it; persist() is for pages only.
-export async function estimate() {
+// The origin's storage use and quota as the browser estimates them, and whether its storage
+// is persistent (null where the runtime has no StorageManager). Workers have estimate() and
+// persisted(); persist() is for pages only. Chromium (138+) reports an artificial quota:
+// usage + min(10 GiB, the disk rounded up to a GiB), not the quota it enforces (60% of
+// the disk), so there the room is only a ceiling, never the real limit.
+export const estimate = settles(async () => {
   const storage = globalThis.navigator?.storage;
   if (typeof storage?.estimate !== "function") return null;
   const { usage, quota } = await storage.estimate();
-  return { usage: usage ?? 0, quota: quota ?? 0 };
+  const persisted = typeof storage.persisted === "function" ? await storage.persisted() : null;
+  return { usage: usage ?? 0, quota: quota ?? 0, persisted };
+});
+
+// Room for deletes (issue 17). Over Chromium's quota every transaction that puts anything
+// is refused, a delete too: pymemory's delete logs the change (a few hundred bytes). A pure
+// delete is accepted, and a value over 64 KiB lives in a file of its own that its delete
+// frees at once (a smaller one stays in LevelDB until a compaction). So each store keeps
+// one such value, ROOM_BYTES of random bytes (they do not compress), in a database of its
+// own: a freeing write refused for the quota releases it and runs again (IndexedDbKv in
+// pyodide.py), and it is put back once there is room.
+export const ROOM_BYTES = 1024 * 1024;
+const ROOM_STORE = "room";
+const roomName = (name) => `${name}::pymemory-room`;
+
+function openRoom(name) {
+  const req = indexedDB.open(roomName(name), 1);
+  req.onupgradeneeded = () => req.result.createObjectStore(ROOM_STORE);
+  return request(req);
 }
 
-export async function open(name, durability = "strict") {
-  const req = indexedDB.open(name, 1);
-  req.onupgradeneeded = () => req.result.createObjectStore(STORE);
-  const db = await request(req);
-  // Another tab upgrading or deleting the database: let it, this handle is finished.
-  db.onversionchange = () => db.close();
-  const txOptions = { durability };
+// Make sure the room value is there (true) or could not be written (false: no room).
+async function keepRoom(name) {
+  const db = await openRoom(name);
+  try {
+    if (await request(db.transaction(ROOM_STORE, "readonly").objectStore(ROOM_STORE).count())) return true;
+    const value = new Uint8Array(ROOM_BYTES);
+    for (let at = 0; at < value.length; at += 65536) crypto.getRandomValues(value.subarray(at, at + 65536));
+    const tx = db.transaction(ROOM_STORE, "readwrite", { durability: "strict" });
+    tx.objectStore(ROOM_STORE).put(value, "room");
+    await done(tx);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    db.close();
+  }
+}
 
-  return {
+// Delete the room value: the bytes it frees (0 if there was none).
+async function releaseRoom(name) {
+  const db = await openRoom(name);
+  try {
+    const tx = db.transaction(ROOM_STORE, "readwrite", { durability: "strict" });
+    const store = tx.objectStore(ROOM_STORE);
+    const had = await request(store.count());
+    store.delete("room");
+    await done(tx);
+    return had ? ROOM_BYTES : 0;
+  } finally {
+    db.close();
+  }
+}
+
+// Open `name`; `create`: make it if it does not exist. Without `create` an absent database
+// rejects with NotFoundError (the upgrade that would create it is aborted).
+function openDb(name, create) {
+  const req = indexedDB.open(name, 1);
+  let missing = false;
+  req.onupgradeneeded = () => {
+    if (create) {
+      req.result.createObjectStore(STORE);
+    } else {
+      missing = true;
+      req.transaction.abort();
+    }
+  };
+  return request(req).catch((err) => {
+    if (!missing) throw err;
+    const gone = new Error(`the IndexedDB database ${JSON.stringify(name)} no longer exists`);
+    gone.name = "NotFoundError";
+    throw gone;
+  });
+}
+
+export const open = settles(async (name, durability = "strict") => {
+  let db = null;
+  // The browser closed the connection (Chromium does after a write fails with an I/O error
+  // such as a full disk: every later call on it fails): the next call reopens it.
+  let lost = false;
+  const attach = (handle) => {
+    db = handle;
+    lost = false;
+    // Another tab upgrading or deleting the database: let it, this handle is finished.
+    handle.onversionchange = () => handle.close();
+    handle.onclose = () => {
+      if (db === handle) lost = true;
+    };
+  };
+  attach(await openDb(name, true));
+  await keepRoom(name).catch(() => false);
+  const txOptions = { durability };
+  const live = async () => {
+    if (lost) attach(await openDb(name, false));
+    return db;
+  };
+
+  const handle = {
     async getMany(keys) {
-      const tx = db.transaction(STORE, "readonly");
+      const tx = (await live()).transaction(STORE, "readonly");
       const store = tx.objectStore(STORE);
       const values = await Promise.all(keys.map((k) => request(store.get(keyBytes(k)))));
       return {
@@ -84,7 +192,7 @@ export async function open(name, durability = "strict") {
     },
 
     async putMany(keys, blob, lengths, deletes) {
-      const tx = db.transaction(STORE, "readwrite", txOptions);
+      const tx = (await live()).transaction(STORE, "readwrite", txOptions);
       const store = tx.objectStore(STORE);
       for (const k of deletes) store.delete(keyBytes(k));
       let pos = 0;
@@ -97,7 +205,7 @@ export async function open(name, durability = "strict") {
     },
 
     async deleteMany(keys) {
-      const tx = db.transaction(STORE, "readwrite", txOptions);
+      const tx = (await live()).transaction(STORE, "readwrite", txOptions);
       const store = tx.objectStore(STORE);
       for (const k of keys) store.delete(keyBytes(k));
       await done(tx);
@@ -107,7 +215,7 @@ export async function open(name, durability = "strict") {
     // of `prefixes`, hand them to `fn` (Python, called synchronously while the transaction
     // is still active), then apply the writes it returns. `fn` returns null to abort.
     async transact(keys, prefixes, fn) {
-      const tx = db.transaction(STORE, "readwrite", txOptions);
+      const tx = (await live()).transaction(STORE, "readwrite", txOptions);
       const finished = done(tx);
       finished.catch(() => {}); // awaited below, or deliberately dropped on abort
       const store = tx.objectStore(STORE);
@@ -168,7 +276,7 @@ export async function open(name, durability = "strict") {
           ? IDBKeyRange.lowerBound(lower, lowerOpen)
           : IDBKeyRange.bound(lower, high, lowerOpen, true);
       const count = limit != null && limit >= 0 ? limit : undefined;
-      const tx = db.transaction(STORE, "readonly");
+      const tx = (await live()).transaction(STORE, "readonly");
       const store = tx.objectStore(STORE);
       const [rawKeys, values] = await Promise.all([
         request(store.getAllKeys(range, count)),
@@ -181,6 +289,16 @@ export async function open(name, durability = "strict") {
       };
     },
 
+    // After a failed write: does the database still open and answer a read? Resolves
+    // with its number of records; rejects (NotFoundError) if the browser deleted it.
+    async verify() {
+      const tx = (await live()).transaction(STORE, "readonly");
+      return request(tx.objectStore(STORE).count());
+    },
+
+    keepRoom: () => keepRoom(name),
+    releaseRoom: () => releaseRoom(name),
+
     async close() {
       db.close();
     },
@@ -188,6 +306,8 @@ export async function open(name, durability = "strict") {
     async destroy() {
       db.close();
       await request(indexedDB.deleteDatabase(name));
+      await request(indexedDB.deleteDatabase(roomName(name)));
     },
   };
-}
+  return Object.fromEntries(Object.entries(handle).map(([k, fn]) => [k, settles(fn)]));
+});

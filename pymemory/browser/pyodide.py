@@ -11,6 +11,13 @@ main thread or worker; no pymemory worker and no script tag::
 Batches cross the boundary as one Uint8Array of concatenated values plus a list of lengths,
 so a 1000-item batch is one conversion, not 1000. ``create_api()`` builds the RpcApi the
 pymemory worker exposes to pages.
+
+Encrypted stores: :class:`WebCrypto` is the browser's :class:`~pymemory.storage.encrypted.Crypto`
+(AES-256-GCM and PBKDF2-SHA256 in ``crypto.subtle``, through ``webcrypto.mjs``, shipped and
+imported like ``idb_kv.mjs``); ``open_memory(name, passphrase=...)`` (or ``key=``: 32 bytes,
+or an app's AES-GCM ``CryptoKey``) wraps the IndexedDbKv in an EncryptedKv::
+
+    memory = await open_memory("my-notes", passphrase="correct horse battery staple")
 """
 
 from __future__ import annotations
@@ -24,42 +31,69 @@ from typing import Any
 import js
 import numpy as np
 from pyodide.code import run_js
-from pyodide.ffi import JsException, create_proxy, to_js
+from pyodide.ffi import JsBuffer, JsException, JsProxy, create_proxy, to_js
 
-from ..errors import QuotaExceededError, StorageError, StoreClosedError, ValidationError
+from ..errors import (
+    QuotaExceededError,
+    StorageError,
+    StoreClosedError,
+    ValidationError,
+    WrongKeyError,
+)
 from ..memory import Memory
 from ..models.runtime import PRIORITY
-from ..storage.base import TransactFn, check_items, check_key, check_prefixes, check_writes
-from ..storage.room import MIB, RoomGuard, RoomReading, check_reserve
-from .api import RpcApi
+from ..storage.base import (
+    KvBackend,
+    TransactFn,
+    check_items,
+    check_key,
+    check_prefixes,
+    check_writes,
+)
+from ..storage.encrypted import DEFAULT_ITERATIONS, KEYRING_KEY, AeadKey, EncryptedKv, TagMismatch
+from ..storage.encrypted.cipher import AeadItem
+from ..storage.room import MIB, RoomGuard, RoomReading, check_reserve, frees_room
+from .api import RpcApi, Unlock
 
 #: The JS half of IndexedDbKv, package data of pymemory.browser.
 IDB_BRIDGE_FILE = "idb_kv.mjs"
-_idb_bridge: asyncio.Future[Any] | None = None
+#: The JS half of WebCrypto (encrypted stores), package data of pymemory.browser.
+CRYPTO_BRIDGE_FILE = "webcrypto.mjs"
+_bridges: dict[str, asyncio.Future[Any]] = {}
 
 
-async def _import_bridge() -> Any:
-    source = resources.files(__package__).joinpath(IDB_BRIDGE_FILE).read_text(encoding="utf-8")
+async def _import_bridge(file: str) -> Any:
+    source = resources.files(__package__).joinpath(file).read_text(encoding="utf-8")
     options = js.Object.fromEntries(to_js([["type", "text/javascript"]]))
     url = js.URL.createObjectURL(js.Blob.new(to_js([source]), options))
     try:
         return await run_js("(url) => import(url)")(url)
     except JsException as exc:
         raise StorageError(
-            f"cannot load pymemory's IndexedDB bridge ({IDB_BRIDGE_FILE}) through a Blob URL: "
-            f"{exc}. A Content-Security-Policy must allow blob: scripts (script-src blob:)."
+            f"cannot load pymemory's JS bridge {file} through a Blob URL: {exc}. A "
+            "Content-Security-Policy must allow blob: scripts (script-src blob:)."
         ) from None
     finally:
         js.URL.revokeObjectURL(url)
 
 
+async def _bridge(file: str) -> Any:
+    loading = _bridges.get(file)
+    if loading is None or (loading.done() and loading.exception() is not None):
+        loading = _bridges[file] = asyncio.ensure_future(_import_bridge(file))
+    return await asyncio.shield(loading)
+
+
 async def idb_bridge() -> Any:
     """The IndexedDB bridge module (``idb_kv.mjs`` from the wheel), imported once per
     interpreter through a Blob URL. Raises StorageError if this JS realm cannot import it."""
-    global _idb_bridge
-    if _idb_bridge is None or (_idb_bridge.done() and _idb_bridge.exception() is not None):
-        _idb_bridge = asyncio.ensure_future(_import_bridge())
-    return await asyncio.shield(_idb_bridge)
+    return await _bridge(IDB_BRIDGE_FILE)
+
+
+async def crypto_bridge() -> Any:
+    """The WebCrypto bridge module (``webcrypto.mjs`` from the wheel), imported once per
+    interpreter like :func:`idb_bridge`."""
+    return await _bridge(CRYPTO_BRIDGE_FILE)
 
 
 def _to_uint8(blob: bytes) -> Any:
@@ -81,6 +115,9 @@ def _split(blob: bytes, lengths: list[int]) -> list[bytes | None]:
     return out
 
 
+#: The bridge methods that write: after one fails, IndexedDbKv checks the database.
+_WRITES = frozenset({"putMany", "deleteMany", "transact"})
+
 #: Room an IndexedDbKv leaves under the origin's quota by default: LevelDB needs free disk
 #: to compact, and a write that fails at the disk's limit can cost the whole database.
 DEFAULT_RESERVE_BYTES = 32 * MIB
@@ -100,6 +137,7 @@ class IndexedDbKv:
         self._closed = False
         self._bridge = bridge
         self._room = RoomGuard(reserve_bytes, self._measure)
+        self._persisted: bool | None = None
 
     @classmethod
     async def open(
@@ -129,13 +167,17 @@ class IndexedDbKv:
             raise StorageError(f"navigator.storage.estimate() failed: {exc}") from None
         if est is None:
             return None
+        persisted = est.persisted  # JS null (no StorageManager.persisted) is not a bool
+        self._persisted = persisted if isinstance(persisted, bool) else None
         usage, quota = int(est.usage), int(est.quota)
         return RoomReading(available=max(quota - usage, 0), usage=usage, quota=quota)
 
     async def room(self) -> dict[str, Any]:
-        """The origin's usage and quota as the browser estimates them, and the reserve."""
+        """The origin's usage and quota as the browser estimates them, the reserve, and
+        ``persisted``: whether the browser keeps this origin's storage under storage
+        pressure (``navigator.storage.persisted()``; None where unknown)."""
         await self._room.refresh(force=True)
-        return self._room.report()
+        return {**self._room.report(), "persisted": self._persisted}
 
     async def _call(self, method: str, *args: Any) -> Any:
         if self._closed:
@@ -143,12 +185,31 @@ class IndexedDbKv:
         try:
             return await getattr(self._h, method)(*args)
         except JsException as exc:
-            if "QuotaExceededError" in str(exc):
-                raise QuotaExceededError(
-                    f"IndexedDB {method}: the browser's storage is full ({exc}); nothing was"
-                    " written. Delete or clear memories and retry."
-                ) from None
-            raise StorageError(f"IndexedDB {method} failed: {exc}") from None
+            failure = str(exc)
+        if method in _WRITES:
+            await self._check_after_failed_write(method, failure)
+        if "QuotaExceededError" in failure:
+            raise QuotaExceededError(
+                f"IndexedDB {method}: the browser's storage is full ({failure}); nothing was"
+                " written. Delete or clear memories and retry."
+            )
+        raise StorageError(f"IndexedDB {method} failed: {failure}")
+
+    async def _check_after_failed_write(self, method: str, failure: str) -> None:
+        """A write failed (an aborted transaction writes nothing): check that the database
+        still opens and answers a read (``idb_kv.mjs`` reopens a connection the browser
+        closed). At the disk's limit Chromium may delete a best-effort origin's data
+        (storage pressure eviction): say so instead of writing on into an empty store."""
+        self._room.forget()  # measure again before the next write
+        try:
+            await self._h.verify()
+        except JsException as exc:
+            raise StorageError(
+                f"IndexedDB {method} failed ({failure}) and the database {self.name!r} no"
+                f" longer opens ({exc}): the browser deleted it, as Chromium does to a"
+                " best-effort origin's storage when the disk runs short. Ask for"
+                " persistent storage (createAgentMemory({ persist: true })) to prevent it."
+            ) from None
 
     async def get(self, key: str) -> bytes | None:
         return (await self.get_many([key]))[0]
@@ -174,14 +235,37 @@ class IndexedDbKv:
         await self._room.refresh()
         self._room.check(pairs, doomed)
         blob = b"".join(v for _, v in pairs)
-        await self._call(
-            "putMany",
-            to_js([k for k, _ in pairs]),
-            _to_uint8(blob),
-            to_js([len(v) for _, v in pairs]),
-            to_js(doomed),
-        )
+
+        async def put() -> None:
+            await self._call(
+                "putMany",
+                to_js([k for k, _ in pairs]),
+                _to_uint8(blob),
+                to_js([len(v) for _, v in pairs]),
+                to_js(doomed),
+            )
+
+        try:
+            await put()
+        except QuotaExceededError:
+            if not (frees_room(pairs, doomed) and await self._release_room()):
+                raise
+            await put()  # nothing of it was written: all of it, once more
+            await self._keep_room()
         self._room.wrote(pairs)
+
+    async def _release_room(self) -> int:
+        """Free the room value ``idb_kv.mjs`` keeps for deletes; the bytes freed (0: none
+        was left). Called when the browser refused a batch that frees room for the quota."""
+        try:
+            return int(await self._h.releaseRoom())
+        except JsException:
+            return 0
+
+    async def _keep_room(self) -> None:
+        """Put the room value back if there is room again (no harm if not)."""
+        with contextlib.suppress(JsException):
+            await self._h.keepRoom()
 
     async def delete_many(self, keys: Sequence[str]) -> None:
         doomed = [check_key(k) for k in keys]
@@ -221,6 +305,7 @@ class IndexedDbKv:
                 return None
             outcome["result"] = writes.result
             outcome["puts"] = puts
+            outcome["replay"] = (values, [list(ks) for ks in listed.to_py()], writes, deletes)
             return to_js(
                 [
                     [k for k, _ in puts],
@@ -233,14 +318,40 @@ class IndexedDbKv:
         proxy = create_proxy(run)
         try:
             await self._call("transact", to_js(keys), to_js(prefixes), proxy)
-        except StorageError:
+        except StorageError as exc:
             if "error" in outcome:
                 raise outcome["error"] from None
-            raise
+            replay = outcome.get("replay")
+            if not (
+                isinstance(exc, QuotaExceededError)
+                and replay is not None
+                and frees_room(outcome["puts"], replay[3])
+                and await self._release_room()
+            ):
+                raise
+        else:
+            replay = None
         finally:
             proxy.destroy()
         if "error" in outcome:
             raise outcome["error"]
+        if replay is not None:
+            # The browser refused this freeing batch for the quota and the room value is
+            # released: the same writes once more, if what they were computed from is
+            # still what is stored (nothing of the batch was written).
+            read, listed, writes, _ = replay
+
+            def again(values: list[bytes | None], now: list[list[str]]) -> Any:
+                if values != read or now != listed:
+                    raise StorageError(
+                        "the store changed while room was made for this write; nothing"
+                        " was written, retry"
+                    )
+                return writes
+
+            result = await self.transact(keys, again, list_prefixes=prefixes)
+            await self._keep_room()
+            return result
         self._room.wrote(outcome.get("puts", ()))
         return outcome.get("result")
 
@@ -259,6 +370,168 @@ class IndexedDbKv:
         """Close and delete the whole database (used by diagnostics and tests)."""
         self._closed = True
         await self._h.destroy()
+
+
+# --- encrypted stores: WebCrypto through webcrypto.mjs ----------------------------------
+
+
+def _crypto_error(what: str, exc: JsException) -> StorageError:
+    return StorageError(f"WebCrypto {what} failed: {exc}")
+
+
+class WebCryptoKey:
+    """An :class:`~pymemory.storage.encrypted.AeadKey` over a WebCrypto ``CryptoKey``
+    (AES-GCM, 256 bits, possibly non-extractable): the bytes are those of CPython's
+    ``AESGCM`` (12-byte nonce, ciphertext, then the 16-byte tag). Each value crosses the
+    JS boundary once each way, as one Uint8Array."""
+
+    def __init__(self, handle: Any, bridge: Any) -> None:
+        self.handle = handle
+        self._bridge = bridge
+
+    def __repr__(self) -> str:
+        return "WebCryptoKey(AES-GCM-256)"
+
+    async def encrypt(self, nonce: bytes, plaintext: bytes, aad: bytes) -> bytes:
+        try:
+            out = await self._bridge.encrypt(
+                self.handle, _to_uint8(nonce), _to_uint8(plaintext), _to_uint8(aad)
+            )
+        except JsException as exc:
+            raise _crypto_error("encrypt", exc) from None
+        return out.to_bytes()
+
+    async def decrypt(self, nonce: bytes, ciphertext: bytes, aad: bytes) -> bytes:
+        try:
+            out = await self._bridge.decrypt(
+                self.handle, _to_uint8(nonce), _to_uint8(ciphertext), _to_uint8(aad)
+            )
+        except JsException as exc:
+            raise _crypto_error("decrypt", exc) from None
+        if out is None:  # WebCrypto's OperationError: the tag does not verify
+            raise TagMismatch()
+        return out.to_bytes()
+
+    async def _many(self, method: str, items: Sequence[AeadItem]) -> list[bytes | None]:
+        if any(len(nonce) != 12 for nonce, _, _ in items):
+            raise ValidationError("AES-GCM nonces here are 12 bytes")
+        blob = b"".join(part for item in items for part in item)
+        lengths = [n for _, data, aad in items for n in (len(data), len(aad))]
+        try:
+            res = await getattr(self._bridge, method)(self.handle, _to_uint8(blob), to_js(lengths))
+        except JsException as exc:
+            raise _crypto_error(method, exc) from None
+        return _split(res.blob.to_bytes(), res.lengths.to_py())
+
+    async def encrypt_many(self, items: Sequence[AeadItem]) -> list[bytes]:
+        """Each (nonce, plaintext, aad)'s ciphertext and tag: one WebCrypto call for all."""
+        return await self._many("encryptMany", items)  # type: ignore[return-value]
+
+    async def decrypt_many(self, items: Sequence[AeadItem]) -> list[bytes | None]:
+        """Each (nonce, ciphertext, aad)'s plaintext, None where the tag does not verify."""
+        return await self._many("decryptMany", items)
+
+
+class WebCrypto:
+    """The browser's :class:`~pymemory.storage.encrypted.Crypto`: AES-256-GCM and
+    PBKDF2-HMAC-SHA256 in WebCrypto (``crypto.subtle``). Keys it makes are non-extractable
+    CryptoKeys. ``await WebCrypto.load()`` imports its JS half once."""
+
+    def __init__(self, bridge: Any) -> None:
+        self._bridge = bridge
+
+    @classmethod
+    async def load(cls) -> WebCrypto:
+        return cls(await crypto_bridge())
+
+    async def import_key(self, raw: bytes) -> WebCryptoKey:
+        if not isinstance(raw, (bytes, bytearray, memoryview)) or len(raw) != 32:
+            raise ValidationError("an AES-256 key is 32 bytes")
+        try:
+            handle = await self._bridge.importKey(_to_uint8(bytes(raw)))
+        except JsException as exc:
+            raise _crypto_error("importKey", exc) from None
+        return WebCryptoKey(handle, self._bridge)
+
+    async def derive_key(self, passphrase: bytes, salt: bytes, iterations: int) -> WebCryptoKey:
+        try:
+            handle = await self._bridge.deriveKey(
+                _to_uint8(passphrase), _to_uint8(salt), int(iterations)
+            )
+        except JsException as exc:
+            raise _crypto_error("deriveKey (PBKDF2)", exc) from None
+        return WebCryptoKey(handle, self._bridge)
+
+    def from_js(self, crypto_key: Any) -> WebCryptoKey:
+        """An app's ``CryptoKey`` (AES-GCM, 256 bits, usages encrypt and decrypt; it may be
+        non-extractable) as a key handle. ValidationError for any other object."""
+        problem = self._bridge.keyProblem(crypto_key)
+        if problem is not None:
+            raise ValidationError(f"key must be an AES-GCM CryptoKey of 256 bits: {problem}")
+        return WebCryptoKey(crypto_key, self._bridge)
+
+
+def _secret_key(crypto: WebCrypto, key: Any) -> bytes | AeadKey | None:
+    """``key`` as EncryptedKv takes it: 32 bytes, or a handle (a CryptoKey is wrapped)."""
+    if key is None or isinstance(key, (bytes, bytearray, memoryview, WebCryptoKey)):
+        return key
+    if isinstance(key, JsBuffer):  # a Uint8Array or ArrayBuffer of raw key bytes
+        return key.to_bytes()
+    if isinstance(key, JsProxy):
+        return crypto.from_js(key)
+    if isinstance(key, AeadKey):
+        return key
+    raise ValidationError("key must be 32 bytes, a CryptoKey or an AeadKey handle")
+
+
+async def open_encrypted(
+    inner: KvBackend,
+    *,
+    passphrase: str | None = None,
+    key: Any = None,
+    iterations: int = DEFAULT_ITERATIONS,
+) -> EncryptedKv:
+    """``EncryptedKv.open(inner, ...)`` with WebCrypto: ``key`` may also be an app's
+    CryptoKey (or a Uint8Array of 32 bytes). Closes ``inner`` if it fails (WrongKeyError:
+    nothing was written)."""
+    try:
+        crypto = await WebCrypto.load()
+        return await EncryptedKv.open(
+            inner,
+            passphrase=passphrase,
+            key=_secret_key(crypto, key),
+            crypto=crypto,
+            iterations=iterations,
+        )
+    except BaseException:
+        await inner.close()
+        raise
+
+
+async def _refuse_encrypted(kv: KvBackend, name: str) -> None:
+    """WrongKeyError (closing ``kv``) if database ``name`` holds an encrypted store."""
+    try:
+        encrypted = await kv.get(KEYRING_KEY) is not None
+    except BaseException:
+        await kv.close()
+        raise
+    if encrypted:
+        await kv.close()
+        raise WrongKeyError(
+            f"IndexedDB database {name!r} is encrypted: open it with its passphrase or key"
+        )
+
+
+def unlock_from_js(value: Any) -> Unlock:
+    """A client's ``encryption`` option as the worker passes it (a JS object
+    ``{id, passphrase | key, iterations?}``; ``key`` a CryptoKey) as an Unlock."""
+    if isinstance(value, JsProxy):
+        value = value.to_py(depth=1)  # the CryptoKey stays a JsProxy
+    if isinstance(value, Unlock):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValidationError("encryption must be an object")
+    return Unlock.from_fields(value)
 
 
 class JsTokenCounter:
@@ -281,13 +554,25 @@ async def open_memory(
     *,
     durability: str = "strict",
     reserve_bytes: int = DEFAULT_RESERVE_BYTES,
+    passphrase: str | None = None,
+    key: Any = None,
+    iterations: int = DEFAULT_ITERATIONS,
     **memory_options: Any,
 ) -> Memory:
     """A :class:`~pymemory.Memory` over the IndexedDB database ``name``, in this Pyodide
     (no pymemory worker needed). ``memory_options`` go to ``Memory.open`` (e.g.
     ``token_counter``, ``embedder``); ``await memory.close()`` closes the database too.
-    Token budgets count o200k_base with the ranks in the wheel (pure Python here)."""
-    kv = await IndexedDbKv.open(name, durability, reserve_bytes=reserve_bytes)
+    Token budgets count o200k_base with the ranks in the wheel (pure Python here).
+
+    Encrypted: pass ``passphrase`` (PBKDF2 with ``iterations``, recorded when the store
+    is created) or ``key`` (32 bytes, or an AES-GCM CryptoKey of 256 bits); the store is
+    an :class:`~pymemory.storage.encrypted.EncryptedKv` (WrongKeyError for a wrong one,
+    and for an encrypted database opened without one)."""
+    kv: KvBackend = await IndexedDbKv.open(name, durability, reserve_bytes=reserve_bytes)
+    if passphrase is None and key is None:
+        await _refuse_encrypted(kv, name)
+    else:
+        kv = await open_encrypted(kv, passphrase=passphrase, key=key, iterations=iterations)
     try:
         memory = await Memory.open(kv, **memory_options)
     except BaseException:
@@ -302,20 +587,38 @@ def create_api(
     *,
     durability: str = "strict",
     reserve_bytes: int = DEFAULT_RESERVE_BYTES,
+    passphrase: str | None = None,
+    key: Any = None,
+    iterations: int = DEFAULT_ITERATIONS,
     **memory_options: Any,
 ) -> RpcApi:
     """The API the pymemory worker exposes: one Memory per IndexedDB database name. The
     IndexedDB bridge is pymemory's own (:func:`idb_bridge`); ``bridge`` carries the other
-    JS bridges of the worker, if any (``bridge.ort``: onnxruntime-web)."""
+    JS bridges of the worker, if any (``bridge.ort``: onnxruntime-web).
+
+    Encrypted databases: each call may bring its client's key (``api.call(..., unlock)``,
+    the client's ``encryption`` option, read by :func:`unlock_from_js`); the database is
+    then an EncryptedKv over IndexedDB (see :class:`~.api.Unlock`). ``passphrase`` /
+    ``key`` / ``iterations`` here are the key of calls that bring none."""
 
     async def kv_factory(name: str) -> IndexedDbKv:
         return await IndexedDbKv.open(name, durability, reserve_bytes=reserve_bytes)
+
+    async def locked_kv_factory(name: str, unlock: Unlock) -> EncryptedKv:
+        inner = await IndexedDbKv.open(name, durability, reserve_bytes=reserve_bytes)
+        return await open_encrypted(
+            inner, passphrase=unlock.passphrase, key=unlock.key, iterations=unlock.iterations
+        )
 
     if "token_counter" not in memory_options:
         # A worker without worker/tiktoken.mjs falls back to the heuristic counter.
         with contextlib.suppress(ImportError):
             memory_options["token_counter"] = JsTokenCounter()
     api = RpcApi(kv_factory, **memory_options)
+    api.locked_kv_factory = locked_kv_factory
+    api.parse_unlock = unlock_from_js  # type: ignore[method-assign]
+    if passphrase is not None or key is not None:
+        api.default_unlock = Unlock("default", passphrase, key, iterations)
     ort_bridge = getattr(bridge, "ort", None)  # worker/ort-bridge.mjs, when the worker has it
     if ort_bridge is not None:
         runtime = OrtWebRuntime(ort_bridge)

@@ -109,6 +109,10 @@ class RoomGuard:
             self._taken = self._clock()
             self._written = 0
 
+    def forget(self) -> None:
+        """Drop the reading (after a failed write): the next :meth:`refresh` measures."""
+        self._taken = -float("inf")
+
     def check(self, puts: Sequence[tuple[str, bytes]], deletes: Sequence[str]) -> None:
         """Raise QuotaExceededError if ``puts`` would leave less than the reserve (call
         after :meth:`refresh`; synchronous, so it can run inside a transaction)."""

@@ -8,7 +8,7 @@ import hashlib
 import logging
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ...errors import (
@@ -69,6 +69,24 @@ class AeadKey(Protocol):
 
     async def decrypt(self, nonce: bytes, ciphertext: bytes, aad: bytes) -> bytes:
         """The plaintext; :class:`TagMismatch` if the tag does not verify."""
+        ...
+
+
+#: (nonce, data, associated data) of one value, for a key's optional batch methods.
+AeadItem = tuple[bytes, bytes, bytes]
+
+
+class BatchAeadKey(AeadKey, Protocol):
+    """An AeadKey that also takes many values in one call (the browser's: one crossing
+    into WebCrypto instead of one per value, whose awaits dominate). Optional: the
+    cipher uses these when a key has them."""
+
+    async def encrypt_many(self, items: Sequence[AeadItem]) -> list[bytes]:
+        """Each item's ciphertext followed by its tag."""
+        ...
+
+    async def decrypt_many(self, items: Sequence[AeadItem]) -> list[bytes | None]:
+        """Each item's plaintext, None where its tag does not verify."""
         ...
 
 
@@ -134,7 +152,9 @@ class CpythonCrypto:
 
 class Cipher(Protocol):
     """What EncryptedKv calls per value: seal ``plaintext`` for ``key_name``, and open
-    what was sealed for it (CorruptValueError when it does not verify)."""
+    what was sealed for it (CorruptValueError when it does not verify). A cipher may also
+    have ``seal_many`` / ``open_many`` (lists of ``(key_name, bytes)`` -> a list of
+    results, as :class:`AesGcmCipher`), which EncryptedKv then uses for batches."""
 
     async def seal(self, key_name: str, plaintext: bytes) -> bytes: ...
 
@@ -180,6 +200,14 @@ class AesGcmCipher:
         return head + nonce + body
 
     async def open(self, key_name: str, sealed: bytes) -> bytes:
+        key, item = self._parse(key_name, sealed)
+        try:
+            return await key.decrypt(*item)
+        except TagMismatch:
+            raise _tag_error(key_name) from None
+
+    def _parse(self, key_name: str, sealed: bytes) -> tuple[AeadKey, AeadItem]:
+        """The data key that sealed ``sealed`` and its (nonce, ciphertext, aad)."""
         if len(sealed) < OVERHEAD or sealed[0] != FORMAT:
             first = f"0x{sealed[0]:02x}" if sealed else "nothing"
             raise CorruptValueError(
@@ -195,15 +223,54 @@ class AesGcmCipher:
                 "this store does not hold (altered, or from another store)"
             )
         head, nonce = sealed[: HEADER.size], sealed[HEADER.size : HEADER.size + NONCE_BYTES]
-        try:
-            return await key.decrypt(
-                nonce, sealed[HEADER.size + NONCE_BYTES :], head + key_name.encode("utf-8")
-            )
-        except TagMismatch:
-            raise CorruptValueError(
-                f"the value under {key_name!r} failed its integrity check: it was altered, "
-                "or moved from another key"
-            ) from None
+        return key, (nonce, sealed[HEADER.size + NONCE_BYTES :], head + key_name.encode("utf-8"))
+
+    async def seal_many(self, pairs: Sequence[tuple[str, bytes]]) -> list[bytes]:
+        """:meth:`seal` of each ``(key_name, plaintext)``, in one batch when the write key
+        has ``encrypt_many``."""
+        key = self._keys[self.write_id]
+        batch = getattr(key, "encrypt_many", None)
+        if batch is None or len(pairs) < 2:
+            return [await self.seal(name, value) for name, value in pairs]
+        head = HEADER.pack(FORMAT, self.write_id)
+        nonces = [os.urandom(NONCE_BYTES) for _ in pairs]
+        items = [
+            (nonce, value, head + name.encode("utf-8"))
+            for nonce, (name, value) in zip(nonces, pairs, strict=True)
+        ]
+        bodies = await batch(items)
+        return [head + n + body for n, body in zip(nonces, bodies, strict=True)]
+
+    async def open_many(self, pairs: Sequence[tuple[str, bytes]]) -> list[bytes]:
+        """:meth:`open` of each ``(key_name, sealed)`` (any failure raises, as there), in
+        one batch per data key when the keys have ``decrypt_many``."""
+        parsed = [self._parse(name, sealed) for name, sealed in pairs]
+        out: list[bytes | None] = [None] * len(pairs)
+        by_key: dict[int, list[int]] = {}
+        for i, (key, _) in enumerate(parsed):
+            by_key.setdefault(id(key), []).append(i)
+        for indexes in by_key.values():
+            key = parsed[indexes[0]][0]
+            batch = getattr(key, "decrypt_many", None)
+            if batch is None or len(indexes) < 2:
+                for i in indexes:
+                    try:
+                        out[i] = await key.decrypt(*parsed[i][1])
+                    except TagMismatch:
+                        raise _tag_error(pairs[i][0]) from None
+                continue
+            for i, plain in zip(indexes, await batch([parsed[i][1] for i in indexes]), strict=True):
+                if plain is None:
+                    raise _tag_error(pairs[i][0])
+                out[i] = plain
+        return out  # type: ignore[return-value]
+
+
+def _tag_error(key_name: str) -> CorruptValueError:
+    return CorruptValueError(
+        f"the value under {key_name!r} failed its integrity check: it was altered, "
+        "or moved from another key"
+    )
 
 
 def _check_raw_key(raw: object) -> bytes:

@@ -259,6 +259,49 @@ class EncryptedKv:
             await self._reload()  # sealed under a key another instance added
             return await self.cipher.open(key, raw)
 
+    async def _open_values(
+        self, keys: Sequence[str], raws: Sequence[bytes | None]
+    ) -> list[bytes | None]:
+        """:meth:`_open_value` of each, the sealed ones in one batch when the cipher takes
+        batches (``open_many``: in the browser one WebCrypto call instead of one await
+        per value, which dominates the cost there)."""
+        batch = getattr(self.cipher, "open_many", None)
+        if batch is None:
+            return [await self._open_value(k, r) for k, r in zip(keys, raws, strict=True)]
+        out: list[bytes | None] = []
+        sealed: list[tuple[int, tuple[str, bytes]]] = []
+        for key, raw in zip(keys, raws, strict=True):
+            if raw is None or key in HIDDEN_KEYS or key in CLEAR_KEYS:
+                out.append(await self._open_value(key, raw))
+            else:
+                sealed.append((len(out), (key, raw)))
+                out.append(None)
+        if sealed:
+            pairs = [pair for _, pair in sealed]
+            try:
+                plains = await batch(pairs)
+            except UnknownKeyError:
+                if self._ring is None:
+                    raise
+                await self._reload()  # sealed under a key another instance added
+                plains = await self.cipher.open_many(pairs)  # type: ignore[attr-defined]
+            for (i, _), plain in zip(sealed, plains, strict=True):
+                out[i] = plain
+        return out
+
+    async def _seal_values(self, pairs: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+        """:meth:`_seal` of each, in one batch when the cipher takes batches."""
+        batch = getattr(self.cipher, "seal_many", None)
+        if batch is None:
+            return [(k, await self._seal(k, v)) for k, v in pairs]
+        out = list(pairs)  # clear keys stay as they are
+        todo = [i for i, (key, _) in enumerate(pairs) if key not in CLEAR_KEYS]
+        if todo:
+            values = await batch([pairs[i] for i in todo])
+            for i, value in zip(todo, values, strict=True):
+                out[i] = (pairs[i][0], value)
+        return out
+
     async def get(self, key: str) -> bytes | None:
         self._check_open()
         key = check_key(key)
@@ -268,7 +311,7 @@ class EncryptedKv:
         self._check_open()
         keys = [check_key(k) for k in keys]
         raws = await self.inner.get_many(keys)
-        return [await self._open_value(k, r) for k, r in zip(keys, raws, strict=True)]
+        return await self._open_values(keys, raws)
 
     async def scan(
         self, prefix: str, *, start_after: str | None = None, limit: int | None = None
@@ -278,13 +321,11 @@ class EncryptedKv:
             check_key(prefix)
         ask = None if limit is None else max(0, int(limit)) + len(HIDDEN_KEYS)
         rows = await self.inner.scan(prefix, start_after=start_after, limit=ask)
-        out: list[tuple[str, bytes]] = []
-        for key, raw in rows:
-            if limit is not None and len(out) >= limit:
-                break
-            if key not in HIDDEN_KEYS:
-                out.append((key, await self._open_value(key, raw)))  # type: ignore[arg-type]
-        return out
+        rows = [(key, raw) for key, raw in rows if key not in HIDDEN_KEYS]
+        if limit is not None:
+            rows = rows[: max(0, int(limit))]
+        values = await self._open_values([k for k, _ in rows], [r for _, r in rows])
+        return list(zip([k for k, _ in rows], values, strict=True))  # type: ignore[arg-type]
 
     async def put_many(
         self, items: Sequence[tuple[str, bytes]], *, deletes: Sequence[str] = ()
@@ -295,11 +336,11 @@ class EncryptedKv:
         _refuse_hidden([k for k, _ in pairs])
         _refuse_hidden(doomed)
         if not pairs or self._ring is None:
-            sealed = [(k, await self._seal(k, v)) for k, v in pairs]
+            sealed = await self._seal_values(pairs)
             await self.inner.put_many(sealed, deletes=doomed)
             return
         for attempt in range(MAX_ATTEMPTS):
-            sealed = [(k, await self._seal(k, v)) for k, v in pairs]
+            sealed = await self._seal_values(pairs)
             write = _if_ring(self._ring.raw, sealed, doomed)
             out = await self.inner.transact([KEYRING_KEY], write)
             if out is _DONE:
@@ -347,9 +388,7 @@ class EncryptedKv:
             raw_values, raw_listed = await self.inner.get_many(read), []
         if ring:
             await self._reload(raw_values[0])
-        values = [
-            await self._open_value(k, r) for k, r in zip(keys, raw_values[len(ring) :], strict=True)
-        ]
+        values = await self._open_values(keys, raw_values[len(ring) :])
         listed = [[k for k in found if k not in HIDDEN_KEYS] for found in raw_listed]
 
         def current(now: list[bytes | None], now_listed: list[list[str]]) -> bool:
@@ -368,7 +407,7 @@ class EncryptedKv:
         puts, deletes = check_writes(writes)
         _refuse_hidden([k for k, _ in puts])
         _refuse_hidden(deletes)
-        sealed = [(k, await self._seal(k, v)) for k, v in puts]
+        sealed = await self._seal_values(puts)
 
         def commit(now: list[bytes | None], now_listed: list[list[str]]) -> Writes:
             if not current(now, now_listed):
