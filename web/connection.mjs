@@ -233,7 +233,7 @@ export class Connection {
       this.assets,
       this.options,
       (s) => {
-        this._setStatus({ ...s, role: "leader" });
+        this._setStatus(this._fromWorker(s, "leader"));
         this.rpc?.postMessage({ t: "status", from: this.tab, status: s });
         if (s.ready) this._resolveReady(this.status);
       },
@@ -289,7 +289,7 @@ export class Connection {
         const changed = this.leader !== data.from;
         this.leader = data.from;
         if (data.t === "status") {
-          this._setStatus({ ...data.status, role: "follower" });
+          this._setStatus(this._fromWorker(data.status, "follower"));
           if (data.status.ready) this._resolveReady(this.status);
         }
         if (changed) this._leaderChanged();
@@ -336,6 +336,12 @@ export class Connection {
     }
   }
 
+  // The worker's status, keeping what this page tracks itself (its clients' `models`): the
+  // worker reports again after boot (model files' bytes), without them.
+  _fromWorker(s, role) {
+    return this.status.models ? { ...s, models: this.status.models, role } : { ...s, role };
+  }
+
   _setStatus(s) {
     if (JSON.stringify(s) === JSON.stringify(this.status)) return;
     this.status = { ...s };
@@ -366,6 +372,20 @@ export class Connection {
   async rawCall(dbName, method, params, unlock) {
     await this.ready;
     return this._call(dbName, method, params, null, true, unlock);
+  }
+
+  // navigator.storage.persist(): ask the browser to keep this origin's storage under storage
+  // pressure (Chromium otherwise deletes a best-effort origin's data, IndexedDB and caches,
+  // when the disk runs short). Pages only (workers cannot ask), once per page; the answer
+  // shows in status.storage.persisted once the store's worker has measured again.
+  persist() {
+    this._persisting ??= (async () => {
+      const storage = globalThis.navigator?.storage;
+      const granted = typeof storage?.persist === "function" ? await storage.persist().catch(() => null) : null;
+      await this.call("", "storageStatus", {}).catch(() => {});
+      return granted;
+    })();
+    return this._persisting;
   }
 
   async loadModels(dbName, models, unlock) {

@@ -98,7 +98,7 @@ export function onProgress(listener) {
 
 async function readAsset(url) {
   const manifest = await getManifest();
-  let last = 0;
+  let last = -Infinity; // the first bytes always report
   const onBytes = (loaded, total) => {
     const now = performance.now();
     if (now - last < 100) return;
