@@ -282,6 +282,21 @@ export interface Status {
     info?: Record<string, unknown>;
     error?: { code: ErrorCode; message: string };
   };
+  /** the origin's storage, once ready: measured at boot, after `persist` is answered and
+   * after a write fails for storage */
+  storage?: StorageStatus;
+}
+
+export interface StorageStatus {
+  /** the browser keeps this origin's storage under storage pressure
+   * (navigator.storage.persisted(); null where unknown); see `persist` */
+  persisted: boolean | null;
+  /** navigator.storage.estimate(), in bytes (null where unknown). Chromium reports an
+   * artificial quota (usage + up to 10 GiB), not the one it enforces (60% of the disk). */
+  usage: number | null;
+  quota: number | null;
+  /** bytes writes leave free under `quota` (storageReserveBytes) */
+  reserve: number | null;
 }
 
 export interface Stats {
@@ -297,6 +312,14 @@ export interface Stats {
   unreadableRecords: number;
   schemaVersion: number;
   tokenCounter: string;
+  /** the room for writes, as Python's stats()["storage"] reports it */
+  storage?: {
+    available_bytes: number | null;
+    usage_bytes: number | null;
+    quota_bytes: number | null;
+    reserve_bytes: number;
+    persisted?: boolean | null;
+  } | null;
 }
 
 export interface ArchivedItem {
@@ -335,6 +358,13 @@ export interface CreateAgentMemoryOptions {
   durability?: "strict" | "relaxed";
   feedbackFlushMs?: number;
   autoArchiveDays?: number;
+  /** Ask the browser for persistent storage (navigator.storage.persist(), from the page):
+   * without it Chromium may delete the origin's data when the disk runs short. The answer
+   * shows in `status.storage.persisted`; `ready` does not wait for it. Default false. */
+  persist?: boolean;
+  /** bytes writes leave free under the quota navigator.storage.estimate() reports
+   * (default 32 MiB); a write that would cross it rejects with quota_exceeded */
+  storageReserveBytes?: number;
   /** Encrypt this database at rest (AES-256-GCM per value; key names stay readable). A
    * wrong passphrase or key rejects `ready` (and every call) with code "wrong_key" and
    * writes nothing; so does opening an encrypted database without one. */

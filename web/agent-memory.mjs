@@ -158,7 +158,9 @@ function asObject(name, value) {
  * Options: dbName ("pymemory"), scope ("conversation"), strategy ("all" | "recent-5" |
  * "by-tag" | "custom" | a strategy object), tags, custom, models (["embedder",
  * "summarizer"]), durability ("strict" | "relaxed"), feedbackFlushMs, autoArchiveDays,
- * bootTimeoutMs; encryption ({ passphrase } or { key: CryptoKey }, optional iterations for a
+ * bootTimeoutMs; persist (true: ask for persistent storage, see status.storage),
+ * storageReserveBytes (room writes leave under the quota the browser reports);
+ * encryption ({ passphrase } or { key: CryptoKey }, optional iterations for a
  * new store: values AES-256-GCM encrypted at rest; a wrong one rejects `ready` with
  * wrong_key); asset locations: assetsUrl (the package folder) and the overrides in
  * ASSET_DEFAULTS (workerUrl, wheelsUrl, modelsUrl, pyodideUrl, onnxruntimeUrl, tiktokenUrl).
@@ -172,10 +174,16 @@ export function createAgentMemory(options = {}) {
     custom,
     models,
     encryption,
+    persist = false,
     ...connectionOptions
   } = options;
   if (models != null && (!Array.isArray(models) || models.some((m) => !MODELS.includes(m)))) {
     throw new MemoryError("invalid_input", `models must be a list of: ${MODELS.join(", ")}`);
+  }
+  if (typeof persist !== "boolean") throw new MemoryError("invalid_input", "persist must be true or false");
+  const reserve = connectionOptions.storageReserveBytes;
+  if (reserve != null && !(Number.isSafeInteger(reserve) && reserve >= 0)) {
+    throw new MemoryError("invalid_input", "storageReserveBytes must be a whole number of bytes >= 0");
   }
   // Per client, never a connection option: the connection (and its worker) is shared.
   const unlock = unlockOf(encryption);
@@ -192,6 +200,9 @@ export function createAgentMemory(options = {}) {
 
   const opened = conn.ready.then(() => call("open", {}));
   opened.catch(() => {});
+  // Persistent storage: the answer shows in status.storage.persisted (not awaited by
+  // `ready`: a browser may ask the user).
+  if (persist) conn.persist().catch(() => {});
   // Local models load after the store opens; until then retrieval is BM25 only and new
   // items keep their rule summaries. Progress shows in status.models.
   const modelsLoaded = models?.length

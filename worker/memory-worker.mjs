@@ -176,7 +176,35 @@ async function boot(options) {
   api = browser.create_api.callKwargs({ ort }, kwargs); // IndexedDB: the wheel's own bridge
   // Background work (the summarizer rewriting an item) tells the pages, so hooks refresh.
   api.on_change = (db, kind, itemId) => post({ op: "change", db, kind, itemId });
-  report({ phase: "ready", progress: 1, ready: true, bootMs: performance.now() - t0 });
+  reserveBytes = options.storageReserveBytes ?? browser.DEFAULT_RESERVE_BYTES;
+  const storage = await measureStorage();
+  report({ phase: "ready", progress: 1, ready: true, bootMs: performance.now() - t0, storage });
+}
+
+// status.storage: the origin's storage as this worker sees it. `persisted`: the browser
+// keeps it under storage pressure (a page asks with navigator.storage.persist(); workers
+// cannot); `usage`/`quota`: navigator.storage.estimate() (Chromium reports an artificial
+// quota, usage + up to 10 GiB, not the one it enforces); `reserve`: what writes leave free
+// under that quota (storageReserveBytes). Measured at boot, on request (the page after
+// persist()) and after a write fails for storage.
+let reserveBytes = null;
+
+async function measureStorage() {
+  const storage = globalThis.navigator?.storage;
+  const estimate = await storage?.estimate?.().catch(() => null);
+  const persisted = await storage?.persisted?.().catch(() => null);
+  return {
+    persisted: typeof persisted === "boolean" ? persisted : null,
+    usage: estimate?.usage ?? null,
+    quota: estimate?.quota ?? null,
+    reserve: reserveBytes,
+  };
+}
+
+async function refreshStorage() {
+  const storage = await measureStorage();
+  report({ storage });
+  return storage;
 }
 
 function init(options) {
@@ -193,6 +221,7 @@ async function call(id, db, method, params, unlock) {
   if (!api) {
     return { ok: false, error: status.error ?? { code: "not_ready", message: "init() first" } };
   }
+  if (method === "storageStatus") return { ok: true, result: await refreshStorage() }; // Connection.persist
   let json;
   try {
     // The client sends its parameters as JSON text (checked in Python before parsing), so
@@ -213,7 +242,10 @@ self.onmessage = async ({ data }) => {
   let reply;
   try {
     if (op === "init") reply = { ok: true, result: await init(data.options) };
-    else if (op === "call") reply = await call(id, data.db, data.method, data.params, data.unlock);
+    else if (op === "call") {
+      reply = await call(id, data.db, data.method, data.params, data.unlock);
+      if (["quota_exceeded", "storage_error"].includes(reply.error?.code)) refreshStorage().catch(() => {});
+    }
     else if (op === "modelStats") reply = { ok: true, result: await ort.stats() };
     else reply = { ok: false, error: { code: "unknown_method", message: `unknown op ${op}` } };
   } catch (err) {

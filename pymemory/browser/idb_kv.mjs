@@ -164,6 +164,7 @@ export const open = settles(async (name, durability = "strict") => {
   // such as a full disk: every later call on it fails): the next call reopens it.
   let lost = false;
   const attach = (handle) => {
+    db?.close(); // the connection this one replaces (a no-op if the browser closed it)
     db = handle;
     lost = false;
     // Another tab upgrading or deleting the database: let it, this handle is finished.
@@ -173,16 +174,23 @@ export const open = settles(async (name, durability = "strict") => {
     };
   };
   attach(await openDb(name, true));
-  await keepRoom(name).catch(() => false);
   const txOptions = { durability };
-  const live = async () => {
+  // A transaction on the live connection; one the browser closed (the close event may
+  // come after the failed call) is reopened first. Never creates the database again.
+  const transaction = async (mode, options) => {
     if (lost) attach(await openDb(name, false));
-    return db;
+    try {
+      return db.transaction(STORE, mode, options);
+    } catch (err) {
+      if (err?.name !== "InvalidStateError") throw err;
+      attach(await openDb(name, false));
+      return db.transaction(STORE, mode, options);
+    }
   };
 
   const handle = {
     async getMany(keys) {
-      const tx = (await live()).transaction(STORE, "readonly");
+      const tx = await transaction("readonly");
       const store = tx.objectStore(STORE);
       const values = await Promise.all(keys.map((k) => request(store.get(keyBytes(k)))));
       return {
@@ -192,7 +200,7 @@ export const open = settles(async (name, durability = "strict") => {
     },
 
     async putMany(keys, blob, lengths, deletes) {
-      const tx = (await live()).transaction(STORE, "readwrite", txOptions);
+      const tx = await transaction("readwrite", txOptions);
       const store = tx.objectStore(STORE);
       for (const k of deletes) store.delete(keyBytes(k));
       let pos = 0;
@@ -205,7 +213,7 @@ export const open = settles(async (name, durability = "strict") => {
     },
 
     async deleteMany(keys) {
-      const tx = (await live()).transaction(STORE, "readwrite", txOptions);
+      const tx = await transaction("readwrite", txOptions);
       const store = tx.objectStore(STORE);
       for (const k of keys) store.delete(keyBytes(k));
       await done(tx);
@@ -215,7 +223,7 @@ export const open = settles(async (name, durability = "strict") => {
     // of `prefixes`, hand them to `fn` (Python, called synchronously while the transaction
     // is still active), then apply the writes it returns. `fn` returns null to abort.
     async transact(keys, prefixes, fn) {
-      const tx = (await live()).transaction(STORE, "readwrite", txOptions);
+      const tx = await transaction("readwrite", txOptions);
       const finished = done(tx);
       finished.catch(() => {}); // awaited below, or deliberately dropped on abort
       const store = tx.objectStore(STORE);
@@ -276,7 +284,7 @@ export const open = settles(async (name, durability = "strict") => {
           ? IDBKeyRange.lowerBound(lower, lowerOpen)
           : IDBKeyRange.bound(lower, high, lowerOpen, true);
       const count = limit != null && limit >= 0 ? limit : undefined;
-      const tx = (await live()).transaction(STORE, "readonly");
+      const tx = await transaction("readonly");
       const store = tx.objectStore(STORE);
       const [rawKeys, values] = await Promise.all([
         request(store.getAllKeys(range, count)),
@@ -290,10 +298,23 @@ export const open = settles(async (name, durability = "strict") => {
     },
 
     // After a failed write: does the database still open and answer a read? Resolves
-    // with its number of records; rejects (NotFoundError) if the browser deleted it.
+    // with its number of records, or -1 if it cannot be opened now (Chromium cannot open
+    // it while the disk is full); rejects (NotFoundError) if the browser deleted it.
     async verify() {
-      const tx = (await live()).transaction(STORE, "readonly");
-      return request(tx.objectStore(STORE).count());
+      const count = async () => request((await transaction("readonly")).objectStore(STORE).count());
+      try {
+        return await count();
+      } catch (err) {
+        if (err?.name === "NotFoundError") throw err;
+      }
+      try {
+        attach(await openDb(name, false)); // closed under us: a fresh connection, once
+        return await count();
+      } catch (err) {
+        if (err?.name === "NotFoundError") throw err;
+        lost = true; // try again on the next call
+        return -1;
+      }
     },
 
     keepRoom: () => keepRoom(name),

@@ -138,6 +138,7 @@ class IndexedDbKv:
         self._bridge = bridge
         self._room = RoomGuard(reserve_bytes, self._measure)
         self._persisted: bool | None = None
+        self._room_kept = False  # the room value for deletes is stored (idb_kv.mjs)
 
     @classmethod
     async def open(
@@ -158,7 +159,9 @@ class IndexedDbKv:
             handle = await bridge.open(name, durability)
         except JsException as exc:
             raise StorageError(f"cannot open IndexedDB database {name!r}: {exc}") from None
-        return cls(handle, name, bridge, reserve_bytes)
+        kv = cls(handle, name, bridge, reserve_bytes)
+        await kv._keep_room()
+        return kv
 
     async def _measure(self) -> RoomReading | None:
         try:
@@ -187,7 +190,7 @@ class IndexedDbKv:
         except JsException as exc:
             failure = str(exc)
         if method in _WRITES:
-            await self._check_after_failed_write(method, failure)
+            failure += await self._check_after_failed_write(method, failure)
         if "QuotaExceededError" in failure:
             raise QuotaExceededError(
                 f"IndexedDB {method}: the browser's storage is full ({failure}); nothing was"
@@ -195,21 +198,28 @@ class IndexedDbKv:
             )
         raise StorageError(f"IndexedDB {method} failed: {failure}")
 
-    async def _check_after_failed_write(self, method: str, failure: str) -> None:
+    async def _check_after_failed_write(self, method: str, failure: str) -> str:
         """A write failed (an aborted transaction writes nothing): check that the database
         still opens and answers a read (``idb_kv.mjs`` reopens a connection the browser
-        closed). At the disk's limit Chromium may delete a best-effort origin's data
-        (storage pressure eviction): say so instead of writing on into an empty store."""
+        closed, as Chromium does after an I/O error). When the disk runs short Chromium
+        deletes a best-effort origin's data: say so instead of writing on into an empty
+        store. Returns what to add to the error message."""
         self._room.forget()  # measure again before the next write
         try:
-            await self._h.verify()
+            records = int(await self._h.verify())
         except JsException as exc:
             raise StorageError(
                 f"IndexedDB {method} failed ({failure}) and the database {self.name!r} no"
-                f" longer opens ({exc}): the browser deleted it, as Chromium does to a"
+                f" longer exists ({exc}): the browser deleted it, as Chromium does to a"
                 " best-effort origin's storage when the disk runs short. Ask for"
                 " persistent storage (createAgentMemory({ persist: true })) to prevent it."
             ) from None
+        if records < 0:
+            return (
+                "; the browser closed the database and cannot reopen it now (a full disk?):"
+                " calls work again once there is room"
+            )
+        return ""
 
     async def get(self, key: str) -> bytes | None:
         return (await self.get_many([key]))[0]
@@ -251,21 +261,25 @@ class IndexedDbKv:
             if not (frees_room(pairs, doomed) and await self._release_room()):
                 raise
             await put()  # nothing of it was written: all of it, once more
-            await self._keep_room()
         self._room.wrote(pairs)
+        if doomed and not self._room_kept:
+            await self._keep_room()
 
     async def _release_room(self) -> int:
         """Free the room value ``idb_kv.mjs`` keeps for deletes; the bytes freed (0: none
         was left). Called when the browser refused a batch that frees room for the quota."""
+        self._room_kept = False
         try:
             return int(await self._h.releaseRoom())
         except JsException:
             return 0
 
     async def _keep_room(self) -> None:
-        """Put the room value back if there is room again (no harm if not)."""
-        with contextlib.suppress(JsException):
-            await self._h.keepRoom()
+        """Store the room value again if there is room (after a batch that deleted)."""
+        try:
+            self._room_kept = bool(await self._h.keepRoom())
+        except JsException:
+            self._room_kept = False
 
     async def delete_many(self, keys: Sequence[str]) -> None:
         doomed = [check_key(k) for k in keys]
@@ -273,6 +287,8 @@ class IndexedDbKv:
             raise StoreClosedError(f"the IndexedDB store {self.name!r} is closed")
         if doomed:
             await self._call("deleteMany", to_js(doomed))
+            if not self._room_kept:
+                await self._keep_room()
 
     async def scan(
         self, prefix: str, *, start_after: str | None = None, limit: int | None = None
@@ -305,7 +321,8 @@ class IndexedDbKv:
                 return None
             outcome["result"] = writes.result
             outcome["puts"] = puts
-            outcome["replay"] = (values, [list(ks) for ks in listed.to_py()], writes, deletes)
+            outcome["deletes"] = deletes
+            outcome["replay"] = (values, [list(ks) for ks in listed.to_py()], writes)
             return to_js(
                 [
                     [k for k, _ in puts],
@@ -325,7 +342,7 @@ class IndexedDbKv:
             if not (
                 isinstance(exc, QuotaExceededError)
                 and replay is not None
-                and frees_room(outcome["puts"], replay[3])
+                and frees_room(outcome["puts"], outcome["deletes"])
                 and await self._release_room()
             ):
                 raise
@@ -339,7 +356,7 @@ class IndexedDbKv:
             # The browser refused this freeing batch for the quota and the room value is
             # released: the same writes once more, if what they were computed from is
             # still what is stored (nothing of the batch was written).
-            read, listed, writes, _ = replay
+            read, listed, writes = replay
 
             def again(values: list[bytes | None], now: list[list[str]]) -> Any:
                 if values != read or now != listed:
@@ -349,10 +366,10 @@ class IndexedDbKv:
                     )
                 return writes
 
-            result = await self.transact(keys, again, list_prefixes=prefixes)
-            await self._keep_room()
-            return result
+            return await self.transact(keys, again, list_prefixes=prefixes)
         self._room.wrote(outcome.get("puts", ()))
+        if outcome.get("deletes") and not self._room_kept:
+            await self._keep_room()  # this batch deleted: there may be room for it again
         return outcome.get("result")
 
     async def purge(self) -> None:
