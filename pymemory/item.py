@@ -387,6 +387,38 @@ def check_ttl(value: object) -> int | None:
     return value  # type: ignore[return-value]
 
 
+def check_json(value: Any, path: str, *, max_depth: int, depth: int = 0) -> None:
+    """Strict JSON: str keys, finite numbers, no lone surrogates, at most ``max_depth``
+    levels. ValidationError names where (``path``); nothing is converted."""
+    if depth > max_depth:
+        where = path if len(path) <= 60 else path[:57] + "..."
+        raise ValidationError(f"{where} nests deeper than {max_depth} levels")
+    if value is None or isinstance(value, (bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(f"{path} is not a finite number")
+        return
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(f"{path} contains a lone surrogate") from None
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            check_json(item, f"{path}[{i}]", max_depth=max_depth, depth=depth + 1)
+        return
+    if isinstance(value, dict):
+        for k, item in value.items():
+            if not isinstance(k, str):
+                raise ValidationError(f"{path} has a non-string key {k!r}")
+            check_json(k, f"{path} key", max_depth=max_depth, depth=depth + 1)
+            check_json(item, f"{path}.{k}", max_depth=max_depth, depth=depth + 1)
+        return
+    raise ValidationError(f"{path} is not JSON (got {type(value).__name__})")
+
+
 def _check_json(value: Any, path: str, depth: int) -> None:
     if depth > MAX_METADATA_DEPTH:
         raise ValidationError(f"metadata nests deeper than {MAX_METADATA_DEPTH} at {path}")

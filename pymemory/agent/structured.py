@@ -35,14 +35,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..errors import ValidationError, shown
-from ..item import dumps
+from ..item import check_json, dumps
 from ..retrieval.analyzer import analyze
 from ..retrieval.bm25 import Bm25Index
 from ..storage.base import KvBackend, Writes, iter_prefix
@@ -77,39 +76,10 @@ Namespace = Literal["episodic", "semantic", "procedural"]
 # --- JSON validation (shared with the assembler and the checkpointer) ------------------
 
 
-def _check_json(value: Any, path: str, depth: int) -> None:
-    if depth > MAX_JSON_DEPTH:
-        raise ValidationError(f"{path} nests deeper than {MAX_JSON_DEPTH} levels")
-    if value is None or isinstance(value, (bool, int)):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValidationError(f"{path} is not a finite number")
-        return
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError(f"{path} contains a lone surrogate") from None
-        return
-    if isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _check_json(item, f"{path}[{i}]", depth + 1)
-        return
-    if isinstance(value, dict):
-        for k, item in value.items():
-            if not isinstance(k, str):
-                raise ValidationError(f"{path} has a non-string key {k!r}")
-            _check_json(k, f"{path} key", depth + 1)
-            _check_json(item, f"{path}.{k}", depth + 1)
-        return
-    raise ValidationError(f"{path} is not JSON (got {type(value).__name__})")
-
-
 def canonical_json(value: Any, what: str, *, max_bytes: int) -> str:
     """``value`` as canonical JSON after strict checks (str keys, finite numbers, no lone
     surrogates, bounded depth and size). Raises ValidationError naming ``what``."""
-    _check_json(value, what, 0)
+    check_json(value, what, max_depth=MAX_JSON_DEPTH)
     text = dumps(value)
     size = len(text.encode("utf-8"))
     if size > max_bytes:

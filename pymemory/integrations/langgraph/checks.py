@@ -14,7 +14,7 @@ from langgraph.store.base import (
 )
 
 from ...errors import SchemaError, ValidationError, shown
-from ...item import MAX_JSON_DEPTH, loads
+from ...item import MAX_JSON_DEPTH, check_json, loads
 from ...storage.base import MAX_KEY_CHARS
 
 #: Every key this store writes starts with this (listed in storage/schema.py).
@@ -104,36 +104,6 @@ def _check_int(value: object, name: str, *, low: int) -> int:
     return value
 
 
-def _check_json(value: Any, path: str, depth: int) -> None:
-    if depth > MAX_JSON_DEPTH:
-        where = path if len(path) <= 60 else path[:57] + "..."
-        raise ValidationError(f"{where} nests deeper than {MAX_JSON_DEPTH} levels")
-    if value is None or isinstance(value, (bool, int)):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValidationError(f"{path} is not a finite number")
-        return
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError(f"{path} contains a lone surrogate") from None
-        return
-    if isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _check_json(item, f"{path}[{i}]", depth + 1)
-        return
-    if isinstance(value, Mapping):
-        for k, item in value.items():
-            if not isinstance(k, str):
-                raise ValidationError(f"{path} has a non-string key {k!r}")
-            _check_json(k, f"{path} key", depth + 1)
-            _check_json(item, f"{path}.{k}", depth + 1)
-        return
-    raise ValidationError(f"{path} is not JSON-serializable (got {type(value).__name__})")
-
-
 def _json_text(value: Any) -> str:
     """Compact JSON that keeps the caller's key order (a value comes back as it went in)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -143,8 +113,9 @@ def _check_value(value: object) -> dict[str, Any]:
     """The value as it will be stored and returned (a JSON round trip)."""
     if not isinstance(value, Mapping):
         raise ValidationError(f"a value must be a mapping (dict), got {type(value).__name__}")
-    _check_json(value, "value", 0)
-    text = _json_text(dict(value))
+    value = dict(value)
+    check_json(value, "value", max_depth=MAX_JSON_DEPTH)
+    text = _json_text(value)
     size = len(text.encode("utf-8"))
     if size > MAX_VALUE_BYTES:
         raise ValidationError(f"the value is {size} bytes as JSON, over {MAX_VALUE_BYTES}")
@@ -186,7 +157,8 @@ def _check_filter(flt: object) -> dict[str, Any] | None:
         return None
     if not isinstance(flt, Mapping):
         raise ValidationError(f"filter must be a dict, got {type(flt).__name__}")
-    _check_json(flt, "filter", 0)
+    flt = dict(flt)
+    check_json(flt, "filter", max_depth=MAX_JSON_DEPTH)
 
     def walk(cond: Any, where: str) -> None:
         if isinstance(cond, Mapping):
