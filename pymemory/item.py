@@ -202,6 +202,35 @@ class MemoryItem:
     def from_json(cls, raw: str | bytes) -> MemoryItem:
         return cls.from_dict(loads(raw))
 
+    @classmethod
+    def from_trusted_json(cls, raw: str | bytes) -> MemoryItem:
+        """Decode a record this pymemory wrote from a validated item (``to_json`` output,
+        e.g. kept in a checksummed index snapshot), skipping validation: the same item
+        ``from_json`` gives, several times faster. Never use it on outside input."""
+        data = json.loads(raw)
+        fb = data.get("feedback")
+        feedback = object.__new__(Feedback)
+        if fb is None:
+            fb = {}
+        object.__setattr__(feedback, "liked", fb.get("liked", 0))
+        object.__setattr__(feedback, "disliked", fb.get("disliked", 0))
+        object.__setattr__(feedback, "important", fb.get("important", False))
+        item = object.__new__(cls)
+        put = object.__setattr__
+        put(item, "id", data["id"])
+        put(item, "type", data["type"])
+        put(item, "timestamp", data["timestamp"])
+        put(item, "content", data["content"])
+        put(item, "text", data.get("text", data["content"]))
+        put(item, "metadata", data["metadata"])
+        put(item, "scope", data.get("scope", "global"))
+        put(item, "tags", tuple(data.get("tags", ())))
+        put(item, "ttl_ms", data.get("ttl_ms"))
+        put(item, "feedback", feedback)
+        put(item, "content_method", data.get("content_method", "given"))
+        put(item, "version", data.get("version", 1))
+        return item
+
 
 @dataclass(frozen=True, slots=True)
 class ArchivedItem:

@@ -31,6 +31,8 @@ from .retrieval.dense import DenseIndex
 from .retrieval.filters import item_matcher
 from .retrieval.pipeline import Retrieval, retrieve
 from .retrieval.plan import compile_strategy
+from .retrieval.snapshot import SnapshotKeeper
+from .retrieval.snapshot import discard as discard_snapshot
 from .retrieval.strategies import Strategy, coerce
 from .retrieval.tokens import TokenCounter, default_token_counter
 from .retrieval.vectors_kv import KvVectorStore
@@ -112,6 +114,10 @@ class Memory:
         self._catalog = self._view.catalog
         self._lock = asyncio.Lock()
         self._maintenance: asyncio.Task[None] | None = None
+        # Index snapshots (retrieval/snapshot.py): written in the background and at close.
+        self._snapshots = SnapshotKeeper(
+            kv, self._view, self._lock, vectors=lambda: self.vectors, before_take=self._sync_locked
+        )
         self._closed = False
         self.schema_migrated_from: int = schema.SCHEMA_VERSION
 
@@ -182,6 +188,7 @@ class Memory:
                 await kv.close()
             raise
         memory._maintenance = asyncio.ensure_future(memory._maintain())
+        memory._snapshots.start()
         try:
             if refiner is not None:
                 await memory.attach_refiner(refiner)
@@ -265,11 +272,16 @@ class Memory:
             self._maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._maintenance
+        await self._snapshots.stop()
         for worker in (self._refine, self._dense):
             if worker is not None:
                 await worker.stop()
         try:
             await self.flush()
+            try:
+                await self._snapshots.save()
+            except Exception:  # the store is intact; only the next open is slower
+                log.exception("writing the index snapshot at close failed")
         finally:
             self._closed = True
             if self._owns_kv:
@@ -622,7 +634,12 @@ class Memory:
                 total += removed
 
     async def _purge(self) -> None:
-        """After a forget: ask the backend to scrub deleted records from its files."""
+        """After a forget: drop the index snapshot (it may hold what was forgotten) and
+        ask the backend to scrub deleted records from its files."""
+        try:
+            await discard_snapshot(self.kv)
+        except PymemoryError:
+            log.exception("dropping the index snapshot after a forget failed")
         try:
             await self.kv.purge()
         except PymemoryError:

@@ -1,14 +1,17 @@
 """The in-memory view of the live items: the items, numpy columns for vectorised filters,
-tag sets, and the BM25 index. Loaded once at open, updated incrementally; the KV store
-stays the truth."""
+tag sets, and the BM25 index. Loaded once at open (from the records, or from a snapshot
+of this state: :meth:`Catalog.to_state`, :meth:`Catalog.restore`), updated
+incrementally; the KV store stays the truth."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..item import MEMORY_TYPES, MemoryItem
+from . import bm25_state
 from .analyzer import analyze
 from .bm25 import Bm25Index
 
@@ -40,15 +43,115 @@ def dense_text(item: MemoryItem) -> str:
     return item.text if speaker is None else f"{speaker}: {item.text}"
 
 
+class LazyItems:
+    """Id -> MemoryItem, in insertion order, where an item restored from a snapshot stays
+    its stored record (bytes) until first read (decoded by the trusted path: the snapshot
+    holds records of validated items and is checksummed). An item's record is kept while
+    the item is unchanged, so the next snapshot need not encode it again."""
+
+    __slots__ = ("_d", "_raw")
+
+    def __init__(self) -> None:
+        self._d: dict[str, MemoryItem | bytes] = {}
+        self._raw: dict[str, bytes] = {}
+
+    @classmethod
+    def of_records(cls, ids: Sequence[str], raws: Sequence[bytes]) -> LazyItems:
+        out = cls()
+        out._d = dict(zip(ids, raws, strict=True))
+        out._raw = dict(out._d)  # type: ignore[arg-type]
+        return out
+
+    def _decoded(self, item_id: str, value: MemoryItem | bytes) -> MemoryItem:
+        if isinstance(value, MemoryItem):
+            return value
+        item = MemoryItem.from_trusted_json(value)
+        self._d[item_id] = item
+        return item
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._d
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._d)
+
+    def __getitem__(self, item_id: str) -> MemoryItem:
+        return self._decoded(item_id, self._d[item_id])
+
+    def get(self, item_id: str) -> MemoryItem | None:
+        value = self._d.get(item_id)
+        return None if value is None else self._decoded(item_id, value)
+
+    def __setitem__(self, item_id: str, item: MemoryItem) -> None:
+        self._d[item_id] = item
+        self._raw.pop(item_id, None)
+
+    def put_record(self, item_id: str, item: MemoryItem, raw: bytes) -> None:
+        """Set an item whose stored record is ``raw`` (kept for the next snapshot)."""
+        self._d[item_id] = item
+        self._raw[item_id] = raw
+
+    def pop(self, item_id: str, default: None = None) -> MemoryItem | None:
+        value = self._d.pop(item_id, None)
+        self._raw.pop(item_id, None)
+        if isinstance(value, bytes):
+            return MemoryItem.from_trusted_json(value)
+        return default if value is None else value
+
+    def values(self) -> Iterator[MemoryItem]:
+        for item_id in list(self._d):
+            value = self._d.get(item_id)
+            if value is not None:
+                yield self._decoded(item_id, value)
+
+    def records(self, ids: Sequence[str]) -> list[bytes]:
+        """The records of these items (encoded now where none is kept)."""
+        raw = self._raw
+        out: list[bytes] = []
+        for item_id in ids:
+            rec = raw.get(item_id)
+            if rec is None:
+                value = self._d[item_id]
+                rec = value if isinstance(value, bytes) else value.to_json().encode()
+            out.append(rec)
+        return out
+
+    def undecoded(self) -> list[str]:
+        """The ids of the items still held as records."""
+        return [i for i, v in self._d.items() if isinstance(v, bytes)]
+
+    def decode(self, ids: Sequence[str]) -> None:
+        """Decode these items now (those still held as records)."""
+        for item_id in ids:
+            value = self._d.get(item_id)
+            if isinstance(value, bytes):
+                self._d[item_id] = MemoryItem.from_trusted_json(value)
+
+    def unencoded(self) -> list[str]:
+        """The ids of the items with no record kept (changed since read)."""
+        return [i for i in self._d if i not in self._raw]
+
+    def encode(self, ids: Sequence[str]) -> None:
+        """Encode and keep the records of these items (so that a snapshot taken later
+        has less to encode at once)."""
+        for item_id in ids:
+            value = self._d.get(item_id)
+            if isinstance(value, MemoryItem) and item_id not in self._raw:
+                self._raw[item_id] = value.to_json().encode()
+
 class Catalog:
     def __init__(self) -> None:
-        self.items: dict[str, MemoryItem] = {}
+        self.items = LazyItems()
         self.slot_of: dict[str, int] = {}
         self.id_at: list[str | None] = []
         self._free: list[int] = []
         self._scope_code: dict[str, int] = {}
         self.tag_slots: dict[str, set[int]] = {}
         self.index = Bm25Index()
+        self.mutations = 0  # items put or removed so far (when to write a new snapshot)
         self._alloc(1024)
 
     def _alloc(self, capacity: int) -> None:
@@ -83,6 +186,7 @@ class Catalog:
 
     def put(self, item: MemoryItem) -> None:
         """Add an item or replace the one with the same id."""
+        self.mutations += 1
         old = self.items.get(item.id)
         if old is None:
             if self._free:
@@ -116,10 +220,16 @@ class Catalog:
         self.net_feedback[slot] = item.feedback.net
         self.important[slot] = item.feedback.important
 
+    def put_record(self, item: MemoryItem, raw: bytes) -> None:
+        """:meth:`put` an item whose stored record is ``raw`` (as read from the store)."""
+        self.put(item)
+        self.items.put_record(item.id, item, raw)
+
     def remove(self, item_id: str) -> MemoryItem | None:
         item = self.items.pop(item_id, None)
         if item is None:
             return None
+        self.mutations += 1
         slot = self.slot_of.pop(item_id)
         self._untag(slot, item.tags)
         self.index.remove(slot)
@@ -144,3 +254,86 @@ class Catalog:
         n = len(self.id_at)
         slots = np.flatnonzero(self.alive[:n] & (self.expires[:n] <= now_ms))
         return [self.id_at[s] for s in slots]  # type: ignore[misc]
+
+    # --- snapshots ----------------------------------------------------------------------
+
+    async def to_state(
+        self, pause: Callable[[], Awaitable[None]], step: int = 8192
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, list[Any]]]:
+        """Everything this catalog holds, as ``(meta, arrays, strings)`` for a snapshot
+        (copies: later updates do not change it); the items go as their records. Built
+        ``step`` items or terms at a time, with ``await pause()`` between: the caller
+        holds the write lock, so nothing updates the catalog meanwhile."""
+
+        def steps(count: int) -> Iterator[range]:
+            return (range(i, min(i + step, count)) for i in range(0, count, step))
+
+        n = len(self.id_at)
+        live = [i for i in self.id_at if i is not None]
+        records: list[bytes] = []
+        for part in steps(len(live)):
+            records += self.items.records(live[part.start : part.stop])
+            await pause()
+        state = None
+        for state in bm25_state.to_arrays(self.index, steps):
+            if state is None:
+                await pause()
+        assert state is not None
+        bm25_meta, bm25_arrays, terms = state
+        tags = list(self.tag_slots)
+        tag_slots = [np.fromiter(sorted(self.tag_slots[t]), np.int64) for t in tags]
+        arrays = {
+            "ts": self.ts[:n].copy(),
+            "expires": self.expires[:n].copy(),
+            "type_code": self.type_code[:n].copy(),
+            "scope_code": self.scope_code[:n].copy(),
+            "net_feedback": self.net_feedback[:n].copy(),
+            "important": self.important[:n].copy(),
+            "alive": self.alive[:n].copy(),
+            "free": np.array(self._free, dtype=np.int64),
+            "tag_len": np.array([len(s) for s in tag_slots], dtype=np.int64),
+            "tag_slots": np.concatenate(tag_slots) if tag_slots else np.zeros(0, np.int64),
+            **{f"bm25.{k}": v for k, v in bm25_arrays.items()},
+        }
+        strings = {
+            "id_at": ["" if i is None else i for i in self.id_at],
+            "scopes": list(self._scope_code),
+            "tags": tags,
+            "terms": terms,
+        }
+        return {"bm25": bm25_meta}, arrays, {**strings, "records": records}
+
+    def restore_empty(self) -> None:
+        """Back to an empty catalog (in place)."""
+        mutations = self.mutations
+        self.__init__()  # type: ignore[misc]
+        self.mutations = mutations
+
+    def restore(
+        self, meta: dict[str, Any], arrays: dict[str, np.ndarray], strings: dict[str, list[str]]
+    ) -> None:
+        """Replace this catalog's content (in place) with a :meth:`to_state`."""
+        id_at: list[str | None] = [i or None for i in strings["id_at"]]
+        n = len(id_at)
+        live = [i for i in id_at if i is not None]  # items in slot order
+        self.items = LazyItems.of_records(live, strings["records"])  # type: ignore[arg-type]
+        self.id_at = id_at
+        self.slot_of = {i: s for s, i in enumerate(id_at) if i is not None}
+        self._free = arrays["free"].tolist()
+        self._scope_code = {s: c for c, s in enumerate(strings["scopes"])}
+        lens = arrays["tag_len"].tolist()
+        flat = arrays["tag_slots"].tolist()
+        self.tag_slots = {}
+        pos = 0
+        for tag, length in zip(strings["tags"], lens, strict=True):
+            self.tag_slots[tag] = set(flat[pos : pos + length])
+            pos += length
+        for name in ("ts", "expires", "type_code", "scope_code", "net_feedback", "important",
+                     "alive"):  # fmt: skip
+            delattr(self, name)
+        self._alloc(max(1024, n))
+        for name in ("ts", "expires", "type_code", "scope_code", "net_feedback", "important",
+                     "alive"):  # fmt: skip
+            getattr(self, name)[:n] = arrays[name]
+        bm25 = {k[5:]: v for k, v in arrays.items() if k.startswith("bm25.")}
+        self.index = bm25_state.from_arrays(meta["bm25"], bm25, strings["terms"])

@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import PymemoryError, ValidationError
+from ..storage import changes, schema
 from ..storage.base import MAX_KEY_CHARS, KvBackend, check_key, iter_prefix
+from . import snapshot
 from .vectors import _NP_DTYPE, DType, InMemoryVectorStore, _check_id, _quantize
 
 __all__ = ["EncodedBatch", "KvVectorStore", "decode_vector", "encode_vector"]
@@ -143,7 +145,11 @@ class KvVectorStore(InMemoryVectorStore):
         return check_key(self.prefix + _check_id(id))
 
     async def load(self) -> None:
-        """Read every record under the prefix into memory (replacing what is there)."""
+        """Read every record under the prefix into memory (replacing what is there): the
+        matrix of the index snapshot (:mod:`.snapshot`) and the records changed since, or
+        else every record."""
+        if self.prefix == schema.VEC and await self._load_snapshot():
+            return
         fresh = InMemoryVectorStore(self.dim, self.dtype)
         corrupt: list[str] = []
         ids: list[str] = []
@@ -156,10 +162,70 @@ class KvVectorStore(InMemoryVectorStore):
                 ids, raws = [], []
         if ids:
             self._decode_into(fresh, ids, raws, corrupt)
-        for name in ("_rows", "_inv_norm", "_scale", "_alive", "_id_at", "_slot_of", "_free"):
-            setattr(self, name, getattr(fresh, name))
+        self._adopt(fresh)
         self.corrupt_keys = corrupt
         self._loaded = True
+
+    def _adopt(self, fresh: InMemoryVectorStore) -> None:
+        """Take over the matrix and columns of ``fresh`` (same dim and dtype)."""
+        names = ["_rows", "_inv_norm", "_scale", "_alive", "_id_at", "_slot_of", "_free"]
+        if hasattr(fresh, "_codes"):
+            names.append("_codes")  # the sign codes of the coarse scan, if this store has them
+        for name in names:
+            setattr(self, name, getattr(fresh, name))
+
+    async def _load_snapshot(self) -> bool:
+        """Load the snapshot's matrix, then re-read the vectors changed since; False
+        (nothing changed here) when there is no usable one."""
+        loaded = await snapshot.read(self.kv, "vec")
+        if loaded is None:
+            return False
+        part = loaded.part
+        if part.meta.get("dim") != self.dim or part.meta.get("dtype") != self.dtype:
+            log.info("vector snapshot is of another dim or dtype: reading every record")
+            return False
+        found = await changes.changes_since(self.kv, loaded.seq)
+        if found.keys is None:
+            log.info("vector snapshot is older than the change log reaches: reading all")
+            return False
+        try:
+            ids = part.strings["ids"]
+            rows = part.arrays["rows"].reshape(len(ids), self.dim)
+            scales = part.arrays["scale"]
+            inv_norm = part.arrays["inv_norm"]
+            n = len(ids)
+            if rows.shape[0] != n or scales.shape[0] != n or inv_norm.shape[0] != n:
+                raise ValueError("vector snapshot columns differ in length")
+            # Rows 0..n-1 in the snapshot's order, set at once (the layout of
+            # InMemoryVectorStore; its sign codes see a new matrix and rebuild when used).
+            fresh = InMemoryVectorStore(self.dim, self.dtype, capacity=max(64, n))
+            fresh._rows[:n] = rows
+            fresh._scale[:n] = scales
+            fresh._inv_norm[:n] = inv_norm
+            fresh._alive[:n] = True
+            fresh._id_at = list(ids)
+            fresh._slot_of = dict(zip(ids, range(n), strict=True))
+        except (KeyError, ValueError) as exc:
+            log.warning("vector snapshot unreadable (%s): reading every record", exc)
+            return False
+        self._adopt(fresh)
+        self.corrupt_keys = list(part.strings["corrupt"])
+        self._loaded = True
+        await self.reload(k[len(self.prefix) :] for k in found.keys if k.startswith(self.prefix))
+        return True
+
+    def snapshot_part(self) -> bytes:
+        """The matrix as a snapshot part (:mod:`.snapshot`): live rows, their ids, scales."""
+        self._check_loaded()
+        slots = np.flatnonzero(self._alive[: len(self._id_at)])
+        ids = [self._id_at[s] or "" for s in slots.tolist()]
+        arrays = {
+            "rows": self._rows[slots].reshape(-1),
+            "scale": self._scale[slots],
+            "inv_norm": self._inv_norm[slots],
+        }
+        meta = {"dim": self.dim, "dtype": self.dtype}
+        return snapshot.pack(meta, arrays, {"ids": ids, "corrupt": self.corrupt_keys}, {})
 
     def _decode_into(
         self,

@@ -2,12 +2,19 @@
 here and not stored yet), the archived ids and the unreadable records, kept in step with
 the store through its change log (:mod:`pymemory.storage.changes`).
 
-The store stays the truth: the view is filled at open (:meth:`StoreView.load`), updated
-by the instance's own commits, and before a read re-reads just what other instances
-logged since it last looked (:meth:`StoreView.catch_up`)."""
+The store stays the truth: the view is filled at open (:meth:`StoreView.load`: from the
+index snapshot, :mod:`.snapshot`, plus what changed since it, or else from every record),
+updated by the instance's own commits, and before a read re-reads just what other
+instances logged since it last looked (:meth:`StoreView.catch_up`).
+
+The invariant both rely on: for every key, the view holds a value at least as new as the
+key's last change up to ``seq``; a key changed after ``seq`` is re-read when the view
+catches up. A snapshot of the view taken at any moment (with the ids of pending feedback
+marked for re-reading) therefore reopens exactly, after the same catch-up."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,6 +33,7 @@ from ..storage.transactions import (
     forget_chunk,
     import_batch,
 )
+from . import snapshot
 from .catalog import Catalog
 from .vectors_kv import KvVectorStore
 
@@ -51,6 +59,14 @@ class StoreView:
         """A stored item, as this instance sees it (its pending feedback added)."""
         self.catalog.put(self.with_pending(item))
 
+    def _put_stored(self, item: MemoryItem, raw: bytes) -> None:
+        """:meth:`put` an item read from the store as ``raw`` (kept for snapshots)."""
+        seen = self.with_pending(item)
+        if seen is item:
+            self.catalog.put_record(item, raw)
+        else:
+            self.catalog.put(seen)
+
     def drop(self, item_id: str) -> None:
         """Forget an item gone from the store: catalog, pending feedback, queued work."""
         self.catalog.remove(item_id)
@@ -68,8 +84,15 @@ class StoreView:
         return await changes.read_seq(self.kv) != self.seq
 
     async def load(self, vectors: KvVectorStore | None) -> None:
-        """Read every record into the view (at open, and when this instance fell further
-        behind than the change log reaches). Updates the view in place."""
+        """Fill the view (at open, and when this instance fell further behind than the
+        change log reaches): from the snapshot and the changes since, or else from every
+        record. Updates the view in place."""
+        if await self._load_snapshot(vectors):
+            return
+        await self.load_records(vectors)
+
+    async def load_records(self, vectors: KvVectorStore | None) -> None:
+        """Read every record into the view (the full rebuild)."""
         # The position is read first: a change landing during the scan is logged after it,
         # so the next sync re-reads it.
         seq = await changes.read_seq(self.kv)
@@ -78,7 +101,7 @@ class StoreView:
         async for key, raw in iter_prefix(self.kv, schema.MEM):
             item_id = key[len(schema.MEM) :]
             try:
-                self.put(MemoryItem.from_json(raw))
+                self._put_stored(MemoryItem.from_json(raw), raw)
                 seen.add(item_id)
             except PymemoryError as exc:
                 # Keep the record in the store untouched; report it in stats().
@@ -95,6 +118,74 @@ class StoreView:
             await vectors.load()
         self.seq = seq
 
+    async def _load_snapshot(self, vectors: KvVectorStore | None) -> bool:
+        """Restore the view from the stored snapshot and apply what changed after it;
+        False (nothing changed here) when there is no usable one."""
+        loaded = await snapshot.read(self.kv, "view")
+        if loaded is None:
+            return False
+        found = await changes.changes_since(self.kv, loaded.seq)
+        if found.keys is None:
+            log.info("index snapshot at seq %d is older than the change log reaches", loaded.seq)
+            return False
+        part = loaded.part
+        before = set(self.catalog.items)
+        try:
+            self.catalog.restore(part.meta["catalog"], part.arrays, {
+                **part.strings, "records": part.blobs["records"]})  # fmt: skip
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            log.warning("index snapshot unreadable (%s): rebuilding from the records", exc)
+            self.catalog.restore_empty()
+            return False
+        self.archived.clear()
+        self.archived.update(part.strings["archived"])
+        self.corrupt_keys.clear()
+        self.corrupt_keys.update(part.strings["corrupt"])
+        self.seq = loaded.seq
+        if vectors is not None:
+            await vectors.load()
+        dirty = {schema.mem_key(i) for i in (*part.strings["dirty"], *self.pending)}
+        dropped = await self._refresh(found.keys | dirty, vectors)
+        self.seq = found.seq
+        for item_id in before.difference(self.catalog.items):  # a reload: gone meanwhile
+            self.pending.pop(item_id, None)
+            self._on_drop(item_id)
+        if dropped:  # forgotten since: the snapshot may still hold their text
+            await snapshot.discard(self.kv)
+        log.info("opened from the index snapshot at seq %d (+%d changed keys)",
+                 loaded.seq, len(found.keys))  # fmt: skip
+        return True
+
+    def snapshot_size(self) -> tuple[int, int]:
+        return len(self.catalog), self.catalog.mutations
+
+    async def prepare_snapshot(self) -> None:
+        """Encode, a slice at a time, the records the next snapshot would encode at once."""
+        ids = self.catalog.items.unencoded()
+        for start in range(0, len(ids), 1000):
+            self.catalog.items.encode(ids[start : start + 1000])
+            await asyncio.sleep(0)
+
+    async def decode_all(self) -> None:
+        """Decode the items restored undecoded, 500 at a time between yields."""
+        ids = self.catalog.items.undecoded()
+        for start in range(0, len(ids), 500):
+            self.catalog.items.decode(ids[start : start + 500])
+            await asyncio.sleep(0)
+
+    async def take_snapshot(self, vectors: KvVectorStore | None = None) -> dict[str, bytes]:
+        """The view (and ``vectors``) as snapshot parts, at ``self.seq``. The caller holds
+        the write lock: it is built in steps, yielding between them."""
+        meta, arrays, strings = await self.catalog.to_state(lambda: asyncio.sleep(0))
+        records = strings.pop("records")
+        strings["archived"] = sorted(self.archived)
+        strings["corrupt"] = sorted(self.corrupt_keys)
+        strings["dirty"] = sorted(self.pending)  # stored without this feedback: re-read
+        parts = {"view": snapshot.pack({"catalog": meta}, arrays, strings, {"records": records})}
+        if vectors is not None:
+            parts["vec"] = vectors.snapshot_part()
+        return parts
+
     async def catch_up(self, vectors: KvVectorStore | None) -> bool:
         """Apply what other instances logged since this view last looked (the caller holds
         the instance's write lock). Returns whether anything changed."""
@@ -108,8 +199,10 @@ class StoreView:
         self.seq = found.seq
         return bool(found.keys)
 
-    async def _refresh(self, keys: Iterable[str], vectors: KvVectorStore | None) -> None:
-        """Re-read these records into the view (their log said they changed)."""
+    async def _refresh(self, keys: Iterable[str], vectors: KvVectorStore | None) -> int:
+        """Re-read these records into the view (their log said they changed); how many
+        items the view held that are gone from the store (or unreadable) now."""
+        dropped = 0
         mem, arc, vec = [], [], []
         for key in keys:
             for prefix, into in ((schema.MEM, mem), (schema.ARC, arc), (schema.VEC, vec)):
@@ -122,6 +215,7 @@ class StoreView:
                 key = schema.mem_key(item_id)
                 self.corrupt_keys.discard(key)
                 if raw is None:
+                    dropped += item_id in self.catalog
                     self.drop(item_id)
                     continue
                 try:
@@ -129,9 +223,10 @@ class StoreView:
                 except PymemoryError as exc:
                     log.error("skipping unreadable record %s: %s", key, exc)
                     self.corrupt_keys.add(key)
+                    dropped += item_id in self.catalog
                     self.drop(item_id)
                     continue
-                self.put(item)
+                self._put_stored(item, raw)
         for start in range(0, len(arc), WRITE_CHUNK):
             chunk = arc[start : start + WRITE_CHUNK]
             raws = await self.kv.get_many([schema.arc_key(i) for i in chunk])
@@ -145,6 +240,7 @@ class StoreView:
                 await vectors.reload(vec)
             except ValidationError:
                 log.exception("cannot load changed vectors; dense retrieval may miss them")
+        return dropped
 
     # --- batches that write through the view (the caller holds the write lock) ---------
 

@@ -7,6 +7,9 @@
     arc:<id>         an ArchivedItem (id, type, timestamp, content)
     vec:<id>         the item's embedding (retrieval/vectors_kv.py)
     hst:<id>:<ver>   a version of the item that update() replaced (history.py)
+    snap:...         a snapshot of one instance's in-memory indexes (retrieval/snapshot.py):
+                     derived data, never logged in the change log, never exported, deleted
+                     by every forget; a reader checks it against the change log
 
 Later layers add ``obs:``, ``blk:``, ``ns:``, ``ckpt:``, ``fs:`` and ``mt:``; the LangGraph
 store (integrations/langgraph.py) adds ``lg:``. Opening a
@@ -39,6 +42,7 @@ MEM = "mem:"
 ARC = "arc:"
 VEC = "vec:"
 HST = "hst:"
+SNAP = "snap:"
 DATA_PREFIXES = (MEM, ARC, VEC, HST, "chg:", "obs:", "blk:", "ns:", "ckpt:", "fs:", "mt:", "lg:")
 
 # MIGRATIONS[v] upgrades a store from version v to v + 1. It returns the puts and
