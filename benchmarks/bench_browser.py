@@ -4,6 +4,7 @@ bulk import rate, and retrieve latency at 1k and 10k items, all in one run.
 Usage::
 
     python benchmarks/bench_browser.py [--rounds 3] [--ops 200] [--sizes 1000 10000]
+                                       [--boot-only] [--json out.json]
 
 Needs `python3 build.py setup` (assets and wheel) and Debian's Chromium. Every cold start
 runs in a fresh browser context (empty HTTP cache and IndexedDB). Latencies are measured
@@ -49,13 +50,33 @@ BARE = """(numpy) => new Promise((resolve) => {
   w.postMessage({ numpy });
 })"""
 
-BOOT = """async () => {
+# Ready, then the first call (a retrieve with a token budget: it waits for the o200k_base
+# ranks and opens the store), timed from createAgentMemory.
+BOOT = """async (workerUrl) => {
   const t0 = performance.now();
-  const m = window.pymemory.createAgentMemory({ dbName: "bench" });
+  const options = workerUrl ? { dbName: "bench", workerUrl } : { dbName: "bench" };
+  const m = (window.m = window.pymemory.createAgentMemory(options));
   await m.ready;
+  const readyMs = performance.now() - t0;
+  await m.retrieve("first call", { maxTokens: 200 });
+  const firstCallMs = performance.now() - t0;
   const sources = Object.values(m.status.files ?? {}).map((f) => f.source);
-  return { totalMs: performance.now() - t0, workerBootMs: m.status.bootMs, sources,
-           phaseMs: m.status.phaseMs };
+  return { totalMs: readyMs, firstCallMs, workerBootMs: m.status.bootMs, sources,
+           phaseMs: m.status.phaseMs, tokensMs: m.status.tokensMs ?? null,
+           snapshot: m.status.snapshot ?? null };
+}"""
+
+# After a first visit, until the worker has saved its Pyodide snapshot (not timed).
+SETTLE = """async () => {
+  const m = window.m;
+  const snapshot = m.status.snapshot;
+  if (snapshot === undefined || snapshot === "restored" || snapshot === "off") return null;
+  for (let i = 0; i < 1800; i++) {
+    const save = m.status.snapshotSave ?? "";
+    if (save === "saved" || save.startsWith("failed")) return save;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return "timed out";
 }"""
 
 TIMED = """async ([db, method, paramsList, durability]) => {
@@ -106,27 +127,55 @@ def open_page(browser, base: str, durability: str = "strict"):
     return ctx, page
 
 
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x"
+
+
+def cold_start_table(c: dict, rounds: int) -> list[str]:
+    first, repeat = c["first_visit"], c["repeat_visit"]
+    lines = [
+        f"| cold start (median of {rounds}, ms) | first visit | repeat visit |",
+        "|---|---:|---:|",
+    ]
+    for label, key in (
+        ("bare Pyodide (`loadPyodide`)", "bare_pyodide_ms"),
+        ("bare Pyodide + numpy (`loadPackage`)", "bare_pyodide_numpy_ms"),
+    ):
+        lines.append(f"| {label} | {first[key]:.0f} | {repeat[key]:.0f} |")
+    for name in first["workers"]:
+        w1, w2 = first["workers"][name], repeat["workers"][name]
+        for label, key in (
+            ("worker to `ready`", "worker_ms"),
+            ("page to `ready`", "page_ms"),
+            ("page to the first retrieve answered", "first_call_ms"),
+            ("o200k_base ranks parsed (from the worker's start)", "tokens_ms"),
+        ):
+            if w1[key] is not None:
+                lines.append(f"| {name}: {label} | {w1[key]:.0f} | {w2[key]:.0f} |")
+        for label, key in (
+            ("bare Pyodide", "bare_pyodide_ms"),
+            ("bare Pyodide + numpy", "bare_pyodide_numpy_ms"),
+        ):
+            lines.append(
+                f"| {name}: worker `ready` / {label} | {_ratio(w1['worker_ms'], first[key])} "
+                f"| {_ratio(w2['worker_ms'], repeat[key])} |"
+            )
+        phases = [", ".join(f"{k} {v:.0f}" for k, v in w["phases_ms"].items()) for w in (w1, w2)]
+        lines.append(f"| {name}: boot phases (ms) | {phases[0]} | {phases[1]} |")
+        for label, key in (("Pyodide snapshot", "snapshot"), ("boot files from", "sources")):
+            lines.append(f"| {name}: {label} | {'/'.join(w1[key])} | {'/'.join(w2[key])} |")
+    return lines
+
+
 def report(out: dict, version: str, rounds: int) -> str:
-    c = out["cold_start"]
-    over_bare = 100 * (c["pymemory_worker_ms"] / c["bare_pyodide_ms"] - 1)
-    over_numpy = 100 * (c["pymemory_worker_ms"] / c["bare_pyodide_numpy_ms"] - 1)
     lines = [
         f"# bench_browser, {out['date']}, Chromium {version}, {json.dumps(out['machine'])}",
         "",
-        f"| cold start (median of {rounds}) | ms |",
-        "|---|---:|",
-        f"| bare Pyodide (`loadPyodide`) | {c['bare_pyodide_ms']:.0f} |",
-        f"| bare Pyodide + numpy | {c['bare_pyodide_numpy_ms']:.0f} |",
-        "| pymemory worker to ready (Pyodide + numpy + wheel + o200k ranks + open) "
-        f"| {c['pymemory_worker_ms']:.0f} |",
-        f"| overhead over bare Pyodide | {over_bare:.0f}% |",
-        "| boot phases, first visit (ms) | "
-        + ", ".join(f"{k} {v:.0f}" for k, v in c["phases_first_visit_ms"].items()) + " |",
-        "| boot phases, second visit (ms) | "
-        + ", ".join(f"{k} {v:.0f}" for k, v in c["phases_second_visit_ms"].items()) + " |",
-        "| second visit, same profile: pymemory worker to ready (boot files from "
-        f"{'/'.join(c['second_visit_sources'])}) | {c['pymemory_second_visit_ms']:.0f} |",
-        f"| overhead over bare Pyodide + numpy | {over_numpy:.0f}% |",
+        *cold_start_table(out["cold_start"], rounds),
+    ]
+    if "add" not in out:
+        return "\n".join(lines)
+    lines += [
         "",
         "| operation | page ms p50 / p95 | in worker ms p50 / p95 |",
         "|---|---:|---:|",
@@ -148,12 +197,71 @@ def report(out: dict, version: str, rounds: int) -> str:
     return "\n".join(lines)
 
 
+def cold_starts(browser, base: str, rounds: int, workers: dict[str, str | None]) -> dict:
+    """Bare Pyodide, bare Pyodide + numpy and each pymemory worker (name -> worker URL,
+    None: the default), interleaved so drift hits all alike; each in a fresh profile (first
+    visit), then reloaded in that profile (repeat visit: the browser's HTTP cache, and the
+    worker's Cache Storage)."""
+    kinds = [("bare", BARE, False), ("numpy", BARE, True)]
+    kinds += [(name, BOOT, url) for name, url in workers.items()]
+    runs: dict[str, dict[str, list]] = {v: {k[0]: [] for k in kinds} for v in ("first", "repeat")}
+    settled: dict[str, list] = {name: [] for name in workers}  # snapshot saves
+    for _ in range(rounds):
+        for kind, script, arg in kinds:
+            ctx, page = open_page(browser, base)
+            for visit in ("first", "repeat"):
+                if visit == "repeat":
+                    if script is BOOT:
+                        settled[kind].append(page.evaluate(SETTLE))
+                    page.reload()
+                    page.wait_for_function("document.body.dataset.loaded === '1'")
+                runs[visit][kind].append(page.evaluate(script, arg))
+            ctx.close()
+
+    def median(rs: list[dict], key: str) -> float | None:
+        values = [r[key] for r in rs if r.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    out = {}
+    for visit, r in runs.items():
+        out[f"{visit}_visit"] = {
+            "bare_pyodide_ms": median(r["bare"], "runtimeMs"),
+            "bare_pyodide_numpy_ms": median(r["numpy"], "totalMs"),
+            "workers": {
+                name: {
+                    "worker_ms": median(r[name], "workerBootMs"),
+                    "page_ms": median(r[name], "totalMs"),
+                    "first_call_ms": median(r[name], "firstCallMs"),
+                    "tokens_ms": median(r[name], "tokensMs"),
+                    "phases_ms": {
+                        k: statistics.median(b["phaseMs"][k] for b in r[name])
+                        for k in r[name][0]["phaseMs"]
+                    },
+                    "sources": sorted({s for b in r[name] for s in b["sources"]}),
+                    "snapshot": sorted({str(b.get("snapshot")) for b in r[name]}),
+                    "snapshot_saves": settled[name],
+                }
+                for name in workers
+            },
+            "runs": r,
+        }
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ops", type=int, default=200)
     parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10_000])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--boot-only", action="store_true", help="only the cold starts")
+    parser.add_argument(
+        "--worker",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="also cold-start the worker at URL (e.g. another build), interleaved",
+    )
     args = parser.parse_args()
     srv = server.start()
     base = f"http://127.0.0.1:{srv.server_address[1]}"
@@ -161,36 +269,18 @@ def main() -> int:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS)
         version = browser.version
-        bare, bare_np, boot, warm = [], [], [], []
-        for _ in range(args.rounds):  # interleaved, so drift hits all three alike
-            for fn, sink in ((lambda pg: pg.evaluate(BARE, False), bare),
-                             (lambda pg: pg.evaluate(BARE, True), bare_np),
-                             (lambda pg: pg.evaluate(BOOT), boot)):  # fmt: skip
-                ctx, page = open_page(browser, base)
-                sink.append(fn(page))
-                if sink is boot:  # the second visit: same profile, boot files cached
-                    page.reload()
-                    page.wait_for_function("document.body.dataset.loaded === '1'")
-                    warm.append(page.evaluate(BOOT))
-                ctx.close()
-        bare_ms = statistics.median(r["runtimeMs"] for r in bare)
-        bare_np_ms = statistics.median(r["totalMs"] for r in bare_np)
-        boot_ms = statistics.median(r["workerBootMs"] for r in boot)
-        boot_page_ms = statistics.median(r["totalMs"] for r in boot)
-        def median_phases(runs: list[dict]) -> dict[str, float]:
-            return {k: statistics.median(r["phaseMs"][k] for r in runs) for k in runs[0]["phaseMs"]}
-
-        phases, warm_phases = median_phases(boot), median_phases(warm)
-        out["cold_start"] = {
-            "phases_first_visit_ms": phases,
-            "phases_second_visit_ms": warm_phases,
-            "pymemory_second_visit_ms": statistics.median(r["workerBootMs"] for r in warm),
-            "second_visit_sources": sorted({s for r in warm for s in r["sources"]}),
-            "bare_pyodide_ms": bare_ms,
-            "bare_pyodide_numpy_ms": bare_np_ms,
-            "pymemory_worker_ms": boot_ms,
-            "pymemory_page_ms": boot_page_ms,
-        }
+        workers: dict[str, str | None] = {"pymemory": None}
+        for spec in args.worker:
+            name, _, url = spec.partition("=")
+            workers[name] = url
+        out["cold_start"] = cold_starts(browser, base, args.rounds, workers)
+        if args.boot_only:
+            browser.close()
+            srv.shutdown()
+            print(report(out, version, args.rounds))
+            if args.json:
+                args.json.write_text(json.dumps(out, indent=2))
+            return 0
 
         docs, queries = make_corpus(max(args.sizes, default=0) + args.ops, args.ops, seed=11)
         adds = [{"text": t, "tags": ["bench"]} for t in docs[: args.ops]]

@@ -105,3 +105,47 @@ export async function readCached(url, options = {}) {
   Object.assign(record, { size: bytes.byteLength, sha256: hash });
   return { bytes, type, ...record, ms: performance.now() - t0 };
 }
+
+/**
+ * A file only the cache holds (no network copy; e.g. a Pyodide memory snapshot):
+ * { bytes, headers } when `url` is cached in `cacheName` and its bytes match the sha256
+ * stored with them; { bytes: null, reason } otherwise ("absent", "no cache", or "corrupt":
+ * a copy that no longer matches is deleted).
+ */
+export async function readCacheOnly(url, cacheName) {
+  const cache = await openCache(cacheName);
+  if (!cache) return { bytes: null, reason: "no cache" };
+  const hit = await cache.match(url);
+  if (!hit) return { bytes: null, reason: "absent" };
+  const bytes = new Uint8Array(await hit.arrayBuffer());
+  if ((await sha256hex(bytes)) !== hit.headers.get("x-pymemory-sha256")) {
+    await cache.delete(url);
+    return { bytes: null, reason: "corrupt" };
+  }
+  return { bytes, headers: hit.headers };
+}
+
+/** Store `bytes` as `url` in `cacheName` with their sha256 and `headers` (x-... names). */
+export async function storeInCache(url, bytes, cacheName, headers = {}) {
+  const cache = await caches.open(cacheName);
+  const all = {
+    ...headers,
+    "content-type": "application/octet-stream",
+    "content-length": String(bytes.byteLength),
+    "x-pymemory-sha256": await sha256hex(bytes),
+  };
+  await cache.put(url, new Response(bytes, { headers: all }));
+}
+
+/** The sha256 stored with the cached copy of `url` (no body read), or null. */
+export async function cachedSha256(url, cacheName) {
+  const cache = await openCache(cacheName);
+  const hit = cache ? await cache.match(url) : undefined;
+  return hit?.headers.get("x-pymemory-sha256") ?? null;
+}
+
+/** Delete `url` from `cacheName` (false when there was nothing to delete). */
+export async function dropCached(url, cacheName) {
+  const cache = await openCache(cacheName);
+  return cache ? cache.delete(url) : false;
+}

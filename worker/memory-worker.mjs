@@ -13,13 +13,20 @@
 //                   { op: "change", db, kind, itemId }      background work changed a memory
 //                   { op: "progress", id, done, total }     progress of a long call (import)
 // Errors travel as { code, message } so the stable code survives the trip.
+// Internal: { op: "snapshot", indexURL, cacheName } -> { op: "snapshotted", ok, error? }, to
+// the second instance of this file that makes the Pyodide snapshot (see saveSnapshot).
 
-import { readCached } from "./assets.mjs";
+import { cachedSha256, dropCached, readCached, readCacheOnly, storeInCache } from "./assets.mjs";
 import * as modelWorker from "./model-client.mjs"; // inference in the model worker
 import * as sameThread from "./ort-bridge.mjs"; // inference on this thread (modelWorker: false)
 import * as tiktoken from "./tiktoken.mjs";
 
 let api = null; // the Python RpcApi
+// The o200k_base ranks, parsed while the rest boots. Python counts tokens synchronously
+// (JsTokenCounter), so every call waits for them: `ready` does not, which keeps the parse
+// off the boot's critical path with every count exact.
+let tokensReady = null;
+let tokensFailed = null;
 let ort = modelWorker; // the inference bridge Python uses
 let booting = null;
 let status = { phase: "starting", progress: 0, ready: false, error: null, files: {} };
@@ -71,8 +78,10 @@ function onFile(url, loaded, total, source) {
   const all = Object.keys(files);
   const patch = { files, bytes: { loaded: sum(all, "loaded"), total: sum(all, "total") } };
   const range = RANGES[phaseOf.get(url)];
-  if (range) {
-    const mine = [...phaseOf].filter(([, p]) => p === phaseOf.get(url)).map(([u]) => fileName(u));
+  if (range && phaseOf.get(url) === status.phase) { // a prefetched wheel waits for its phase
+    const mine = [...phaseOf]
+      .filter(([u, p]) => p === phaseOf.get(url) && fileName(u) in files) // started ones
+      .map(([u]) => fileName(u));
     const share = sum(mine, "total") ? sum(mine, "loaded") / sum(mine, "total") : 0;
     patch.progress = range[0] + (range[1] - range[0]) * share;
   }
@@ -81,24 +90,39 @@ function onFile(url, loaded, total, source) {
 
 // Pyodide fetches its core files and packages with the global fetch: route those under
 // `prefixes` through Cache Storage so a second visit reads them locally (and offline).
-function cacheFetches(prefixes, cacheName, expected) {
+// Returns the network fetch, and prefetch(url): start reading a file Pyodide will ask for
+// later (the wheels, while loadPyodide runs), so its fetch finds it read.
+function cacheFetches(prefixes, cacheName, expected, progress = onFile) {
   const network = globalThis.fetch.bind(globalThis);
-  globalThis.fetch = async (input, init) => {
-    const url = new URL(typeof input === "string" ? input : (input.url ?? String(input)), self.location.href).href;
-    const method = init?.method ?? input?.method ?? "GET";
-    if (method !== "GET" || !prefixes.some((p) => url.startsWith(p))) return network(input, init);
+  const early = new Map(); // url -> the read prefetch started
+  const read = async (url) => {
     let source = "network";
     const got = await readCached(url, {
       cacheName,
       expect: expected.get(url) ?? null,
       fetchFn: network,
-      onProgress: (loaded, total) => onFile(url, loaded, total, source),
+      onProgress: (loaded, total) => progress(url, loaded, total, source),
     });
     source = got.source;
-    onFile(url, got.size, got.size, got.source);
+    progress(url, got.size, got.size, got.source);
+    return got;
+  };
+  globalThis.fetch = async (input, init) => {
+    const url = new URL(typeof input === "string" ? input : (input.url ?? String(input)), self.location.href).href;
+    const method = init?.method ?? input?.method ?? "GET";
+    if (method !== "GET" || !prefixes.some((p) => url.startsWith(p))) return network(input, init);
+    const pending = early.get(url);
+    early.delete(url);
+    const got = await (pending ?? read(url));
+    if (pending) progress(url, got.size, got.size, got.source); // now in its own phase
     return new Response(got.bytes, { headers: { "content-type": got.type } });
   };
-  return network;
+  const prefetch = (url) => {
+    const pending = read(url);
+    pending.catch(() => {}); // its fetch reports a failure; unused, it is dropped
+    early.set(url, pending);
+  };
+  return { network, prefetch };
 }
 
 async function readManifest(url, network) {
@@ -130,31 +154,40 @@ async function boot(options) {
     models: folder(assets.models, "models"),
   };
   report({ phase: "runtime", progress: 0.05, assets: urls });
-  const tokensReady = tiktoken.init(urls.tiktoken); // o200k_base ranks load while Pyodide starts
+  tokensReady = loadTokens(urls.tiktoken, t0);
   const pyodideModule = `${urls.pyodide}pyodide.mjs`;
   const { loadPyodide, version } = await import(pyodideModule).catch((err) => {
     throw new Error(`cannot load Pyodide from ${pyodideModule}: ${err?.message ?? err}`);
   });
   const expected = new Map();
-  const network = cacheFetches([urls.pyodide, urls.wheels], `pymemory-runtime-${version}`, expected);
-  const manifestReady = readManifest(`${urls.wheels}manifest.json`, network);
-  const pyodide = await loadPyodide({ indexURL: urls.pyodide });
+  const cacheName = `pymemory-runtime-${version}`;
+  const { network, prefetch } = cacheFetches([urls.pyodide, urls.wheels], cacheName, expected);
+  const wheels = [];
+  // The wheels download while Pyodide starts.
+  const manifestReady = readManifest(`${urls.wheels}manifest.json`, network).then((manifest) => {
+    for (const [key, hash] of [["numpy", "numpy_sha256"], ["pymemory", "sha256"]]) {
+      if (!manifest[key]) continue; // no numpy beside the wheel: Pyodide's own from indexURL
+      const url = new URL(manifest[key], urls.wheels).href;
+      expected.set(url, manifest[hash] ? { sha256: manifest[hash] } : null);
+      phaseOf.set(url, "packages"); // their bytes move the packages' range of the bar
+      wheels.push(url);
+    }
+    if (!manifest.pymemory) throw new Error(`${urls.wheels}manifest.json names no pymemory wheel`);
+    wheels.forEach(prefetch);
+    return manifest;
+  });
+  manifestReady.catch(() => {}); // awaited below, after loadPyodide
+  const useSnapshot = options.pyodideSnapshot !== false;
+  const pyodide = await startPyodide(loadPyodide, urls.pyodide, cacheName, useSnapshot);
   report({ phase: "packages", progress: RANGES.packages[0] });
   const manifest = await manifestReady;
-  const wheels = [];
-  for (const [key, hash] of [["numpy", "numpy_sha256"], ["pymemory", "sha256"]]) {
-    if (!manifest[key]) continue; // no numpy beside the wheel: Pyodide's own from indexURL
-    const url = new URL(manifest[key], urls.wheels).href;
-    expected.set(url, manifest[hash] ? { sha256: manifest[hash] } : null);
-    wheels.push(url);
-  }
-  if (!manifest.pymemory) throw new Error(`${urls.wheels}manifest.json names no pymemory wheel`);
   // loadPackage takes the wheels' URLs: both load in one step, without micropip (its
   // dependency resolver is not needed: numpy is the only dependency).
   const packages = manifest.numpy ? wheels : ["numpy", ...wheels];
-  await pyodide.loadPackage(packages, { messageCallback: () => {}, errorCallback: () => {} });
+  const failed = []; // loadPackage reports a package it could not load here, and goes on
+  await pyodide.loadPackage(packages, { messageCallback: () => {}, errorCallback: (m) => failed.push(m) });
+  if (failed.length) throw new Error(`cannot load the packages: ${failed.join("; ")}`);
   report({ phase: "opening", progress: 0.95 });
-  await tokensReady;
   // Token budgets count with the same o200k_base as the Python side (seed 004).
   pyodide.registerJsModule("pymemory_js_tokens", { count: tiktoken.count, name: tiktoken.name });
   const browser = pyodide.pyimport("pymemory.browser.pyodide");
@@ -178,7 +211,125 @@ async function boot(options) {
   api.on_change = (db, kind, itemId) => post({ op: "change", db, kind, itemId });
   reserveBytes = options.storageReserveBytes ?? browser.DEFAULT_RESERVE_BYTES;
   const storage = await measureStorage();
+  if (tokensFailed) throw tokensFailed;
   report({ phase: "ready", progress: 1, ready: true, bootMs: performance.now() - t0, storage });
+  if (useSnapshot && status.snapshot !== "restored") {
+    const delay = options.snapshotDelayMs ?? SNAPSHOT_DELAY_MS;
+    setTimeout(() => saveSnapshot(urls.pyodide, cacheName), delay);
+  }
+}
+
+// --- a Pyodide memory snapshot for repeat visits -----------------------------------------
+// Pyodide 0.27 can snapshot its memory right after loadPyodide (not after loadPackage:
+// packages leave JS references it cannot serialise). A repeat visit restores it instead of
+// initialising Python, most of the `runtime` phase. The snapshot is made once, a while
+// after `ready`, by a second instance of this file (so the serving Pyodide never runs in
+// snapshot mode), and kept in Cache Storage with the sha256 of the Pyodide files it was
+// made from. A snapshot that is corrupt, stale or refused by Pyodide is deleted and the
+// boot falls back to loadPyodide, with a console warning; status.snapshot says which:
+// "restored" | "absent" | "corrupt" | "stale" | "refused" | "off" (options.pyodideSnapshot false);
+// status.snapshotSave: "saving" | "saved" | "failed: <why>".
+
+const SNAPSHOT_FILES = ["pyodide.asm.wasm", "python_stdlib.zip"];
+const SNAPSHOT_DELAY_MS = 10_000; // after ready: leave the first calls the CPU
+const SNAPSHOT_TIMEOUT_MS = 300_000;
+
+function snapshotUrl(indexURL) {
+  return `${indexURL}pymemory-snapshot.bin`;
+}
+
+// The cached Pyodide files a snapshot belongs to, by sha256 (null: not all cached).
+async function snapshotSource(indexURL, cacheName) {
+  const hashes = await Promise.all(SNAPSHOT_FILES.map((f) => cachedSha256(`${indexURL}${f}`, cacheName)));
+  return hashes.includes(null) ? null : hashes.join(",");
+}
+
+async function readSnapshot(indexURL, cacheName) {
+  const got = await readCacheOnly(snapshotUrl(indexURL), cacheName);
+  if (!got.bytes) return got;
+  const source = await snapshotSource(indexURL, cacheName);
+  if (source === null || got.headers.get("x-pymemory-made-from") !== source) {
+    await dropCached(snapshotUrl(indexURL), cacheName);
+    return { bytes: null, reason: "stale" };
+  }
+  return got;
+}
+
+async function startPyodide(loadPyodide, indexURL, cacheName, useSnapshot) {
+  if (!useSnapshot) {
+    report({ snapshot: "off" });
+    return loadPyodide({ indexURL });
+  }
+  let snapshot;
+  try {
+    snapshot = await readSnapshot(indexURL, cacheName);
+  } catch (err) {
+    snapshot = { bytes: null, reason: "refused", error: err };
+  }
+  if (snapshot.bytes) {
+    try {
+      const pyodide = await loadPyodide({ indexURL, _loadSnapshot: snapshot.bytes });
+      report({ snapshot: "restored" });
+      return pyodide;
+    } catch (err) {
+      snapshot = { reason: "refused", error: err };
+      await dropCached(snapshotUrl(indexURL), cacheName).catch(() => {});
+    }
+  }
+  if (snapshot.reason !== "absent") {
+    const why = snapshot.error ? `: ${snapshot.error?.message ?? snapshot.error}` : "";
+    console.warn(`pymemory: the Pyodide snapshot was ${snapshot.reason} (deleted)${why}; booting without it`);
+  }
+  report({ snapshot: snapshot.reason });
+  return loadPyodide({ indexURL });
+}
+
+function saveSnapshot(indexURL, cacheName) {
+  report({ snapshotSave: "saving" });
+  let child;
+  let timer;
+  const done = new Promise((resolve, reject) => {
+    child = new Worker(import.meta.url, { type: "module", name: "pymemory-snapshot" });
+    child.onmessage = ({ data }) => {
+      if (data?.op !== "snapshotted") return;
+      if (data.ok) resolve(data);
+      else reject(new Error(data.error));
+    };
+    child.onerror = (event) => {
+      event.preventDefault?.();
+      reject(new Error(event.message || "the snapshot worker did not load"));
+    };
+    timer = setTimeout(() => reject(new Error(`no snapshot after ${SNAPSHOT_TIMEOUT_MS} ms`)), SNAPSHOT_TIMEOUT_MS);
+    child.postMessage({ op: "snapshot", indexURL, cacheName });
+  });
+  done
+    .then(
+      () => report({ snapshotSave: "saved" }),
+      (err) => {
+        console.warn(`pymemory: no Pyodide snapshot saved: ${err.message}`);
+        report({ snapshotSave: `failed: ${err.message}` });
+      },
+    )
+    .finally(() => {
+      clearTimeout(timer);
+      child?.terminate();
+    });
+}
+
+// In the snapshot worker: load Pyodide from the files the boot cached, snapshot, store.
+async function makeSnapshot({ indexURL, cacheName }) {
+  try {
+    const { loadPyodide } = await import(`${indexURL}pyodide.mjs`);
+    cacheFetches([indexURL], cacheName, new Map(), () => {});
+    const pyodide = await loadPyodide({ indexURL, _makeSnapshot: true });
+    const bytes = pyodide.makeMemorySnapshot();
+    const source = await snapshotSource(indexURL, cacheName);
+    if (source === null) throw new Error("the Pyodide files are not in Cache Storage");
+    await storeInCache(snapshotUrl(indexURL), bytes, cacheName, { "x-pymemory-made-from": source });
+    return { ok: true, bytes: bytes.byteLength };
+  } catch (err) {
+    return { ok: false, error: String(err?.message ?? err) };
+  }
 }
 
 // status.storage: the origin's storage as this worker sees it. `persisted`: the browser
@@ -207,6 +358,21 @@ async function refreshStorage() {
   return storage;
 }
 
+// The ranks' load, timed (status.tokensMs: from the boot's start). A failure fails the
+// worker loudly: budgets are never counted with anything but o200k_base.
+function loadTokens(url, t0) {
+  const loading = tiktoken.init(url).then(() => {
+    report({ tokensMs: Math.round(performance.now() - t0) });
+  });
+  loading.catch((err) => {
+    tokensFailed = new Error(`cannot load the o200k_base token ranks: ${err?.message ?? err}`);
+    console.error(`pymemory: ${tokensFailed.message}`);
+    // Before `ready`, boot() throws it; after, the worker turns to the error state.
+    if (status.ready) report({ phase: "error", ready: false, error: { code: "boot_failed", message: tokensFailed.message } });
+  });
+  return loading;
+}
+
 function init(options) {
   booting ??= boot(options ?? {}).catch((err) => {
     report({
@@ -222,6 +388,13 @@ async function call(id, db, method, params, unlock) {
     return { ok: false, error: status.error ?? { code: "not_ready", message: "init() first" } };
   }
   if (method === "storageStatus") return { ok: true, result: await refreshStorage() }; // Connection.persist
+  try {
+    // Any call but `open` (the client's `ready`) may count tokens: budgets, blocks, the
+    // assembler. A count before the ranks are parsed would throw, never guess.
+    if (method !== "open") await tokensReady;
+  } catch {
+    return { ok: false, error: { code: "boot_failed", message: tokensFailed.message } };
+  }
   let json;
   try {
     // The client sends its parameters as JSON text (checked in Python before parsing), so
@@ -247,6 +420,7 @@ self.onmessage = async ({ data }) => {
       if (["quota_exceeded", "storage_error"].includes(reply.error?.code)) refreshStorage().catch(() => {});
     }
     else if (op === "modelStats") reply = { ok: true, result: await ort.stats() };
+    else if (op === "snapshot") return post({ op: "snapshotted", ...(await makeSnapshot(data)) });
     else reply = { ok: false, error: { code: "unknown_method", message: `unknown op ${op}` } };
   } catch (err) {
     reply = { ok: false, error: { code: "internal", message: String(err?.message ?? err) } };

@@ -29,7 +29,6 @@ from ..models.embedding import EmbedderUnavailableError, HashingEmbedder
 from ..storage import KvBackend
 from ..storage.conformance import run_conformance
 from ..storage.encrypted import DEFAULT_ITERATIONS, KEYRING_KEY, EncryptedKv
-from .agent_api import agent_handler, close_agents
 from .params import _params, _py
 from .wire import archived_js, item_js, retrieval_js, stats_js
 
@@ -139,6 +138,10 @@ class RpcApi:
             reset = _UNLOCK.set(key)
             handler = getattr(self, f"_m_{method}", None) if isinstance(method, str) else None
             if handler is None and isinstance(method, str) and "." in method:
+                # Imported on first use: the agent primitives are ~15% of the worker's
+                # Python imports at boot, and most pages never call them.
+                from .agent_api import agent_handler
+
                 handler = agent_handler(self, method)  # blocks.*, tools.*, observer.*, ...
             if handler is None:
                 return _error("unknown_method", f"unknown method {method!r}")
@@ -231,6 +234,8 @@ class RpcApi:
             self.on_change(db, kind, item_id)
 
     async def close_all(self) -> None:
+        from .agent_api import close_agents
+
         await close_agents(self)
         for db in list(self._memories):
             await self._m_close(db, {})

@@ -552,8 +552,9 @@ def unlock_from_js(value: Any) -> Unlock:
 
 
 class JsTokenCounter:
-    """o200k_base counts from js-tiktoken in the worker (``worker/tiktoken.mjs``), the same
-    counts as ``TiktokenCounter`` in CPython."""
+    """o200k_base counts from the worker (``worker/tiktoken.mjs``, over js-tiktoken's
+    ranks), the same counts as ``TiktokenCounter`` in CPython. Counting is synchronous, so
+    the worker serves a call only once the ranks are parsed (it is ``ready`` before)."""
 
     name = "o200k_base"
 
