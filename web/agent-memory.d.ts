@@ -285,6 +285,12 @@ export interface Status {
   /** the origin's storage, once ready: measured at boot, after `persist` is answered and
    * after a write fails for storage */
   storage?: StorageStatus;
+  /** the Pyodide memory snapshot of repeat visits: "restored" (this boot started from it),
+   * "absent" (none yet), "corrupt" | "stale" | "refused" (deleted; this boot started
+   * normally, with a console warning), "off" (`pyodideSnapshot: false`) */
+  snapshot?: "restored" | "absent" | "corrupt" | "stale" | "refused" | "off";
+  /** making the snapshot, a while after a first visit's `ready`: "saving" | "saved" | "failed: <why>" */
+  snapshotSave?: string;
 }
 
 export interface StorageStatus {
@@ -329,16 +335,25 @@ export interface ArchivedItem {
   content: string;
 }
 
+/** Every option is checked when the client is created, before anything starts: an unknown
+ * name (a typo such as `presist`) or a value of the wrong type or range throws a
+ * MemoryError "invalid_input" that names the option ("invalid_strategy" for `strategy`).
+ * An option left `undefined` takes its default. The options of the page's shared
+ * connection (asset URLs, bootTimeoutMs, tabs, ortThreads, modelWorker, pyodideSnapshot, durability,
+ * feedbackFlushMs, autoArchiveDays, storageReserveBytes) are the first client's: a later
+ * client that gives one of them another value throws "invalid_input". */
 export interface CreateAgentMemoryOptions {
+  /** 1 to 128 characters (default "pymemory") */
   dbName?: string;
+  /** default "conversation" */
   scope?: Scope;
-  strategy?: StrategyPreset | Strategy;
+  strategy?: StrategyPreset | Strategy | null;
   /** for the "by-tag" preset */
-  tags?: string[];
+  tags?: string[] | null;
   /** for the "custom" preset */
-  custom?: Strategy;
+  custom?: Strategy | null;
   /** local models to load after the store opens (progress in `status.models`) */
-  models?: ModelName[];
+  models?: ModelName[] | null;
   /** the folder the package is served from (default: beside agent-memory.mjs) */
   assetsUrl?: string;
   /** per-asset overrides, relative to assetsUrl (see ASSET_DEFAULTS) */
@@ -348,27 +363,39 @@ export interface CreateAgentMemoryOptions {
   pyodideUrl?: string;
   onnxruntimeUrl?: string;
   tiktokenUrl?: string;
-  /** `ready` rejects with boot_failed after this long (default 120000) */
+  /** `ready` rejects with boot_failed after this long: whole milliseconds from 1 to
+   * 2147483647 (default 120000) */
   bootTimeoutMs?: number;
   /** "shared" (default): one store worker for all tabs, run by an elected tab; "own": this page's own */
   tabs?: "shared" | "own";
-  /** onnxruntime-web WASM threads (needs a cross-origin isolated page; default 1) */
+  /** onnxruntime-web WASM threads, 1 to 64 (more than 1 needs a cross-origin isolated
+   * page; default 1) */
   ortThreads?: number;
+  /** false: run the local models on the store worker's thread instead of a model worker of
+   * their own (for comparisons; default true) */
+  modelWorker?: boolean;
+  /** false: never make or restore the Pyodide memory snapshot that shortens repeat visits
+   * (kept in Cache Storage, checked by sha256; default true) */
+  pyodideSnapshot?: boolean;
   /** IndexedDB transaction durability (default "strict") */
   durability?: "strict" | "relaxed";
+  /** how often batched feedback is stored, in ms > 0 (default 3000) */
   feedbackFlushMs?: number;
-  autoArchiveDays?: number;
+  /** move memories older than this many days (> 0) to the archive in the background;
+   * null or left out: never */
+  autoArchiveDays?: number | null;
   /** Ask the browser for persistent storage (navigator.storage.persist(), from the page):
    * without it Chromium may delete the origin's data when the disk runs short. The answer
    * shows in `status.storage.persisted`; `ready` does not wait for it. Default false. */
   persist?: boolean;
-  /** bytes writes leave free under the quota navigator.storage.estimate() reports
-   * (default 32 MiB); a write that would cross it rejects with quota_exceeded */
+  /** bytes writes leave free under the quota navigator.storage.estimate() reports, a
+   * whole number >= 0 (default 32 MiB); a write that would cross it rejects with
+   * quota_exceeded */
   storageReserveBytes?: number;
   /** Encrypt this database at rest (AES-256-GCM per value; key names stay readable). A
    * wrong passphrase or key rejects `ready` (and every call) with code "wrong_key" and
    * writes nothing; so does opening an encrypted database without one. */
-  encryption?: EncryptionOptions;
+  encryption?: EncryptionOptions | null;
 }
 
 export type EncryptionOptions =
@@ -722,6 +749,10 @@ export interface MemorySnapshot {
   error: MemoryError | null;
   loaded: boolean;
 }
+
+/** Throws MemoryError "invalid_input" if `limit` is given and is not a whole number from
+ * 1 to 100000, or for any other option name (useAgentMemory checks its own this way). */
+export declare function checkStoreOptions(options?: { limit?: number }): void;
 
 export declare function createMemoryStore(
   client: AgentMemory,

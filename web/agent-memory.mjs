@@ -6,7 +6,15 @@
 // method never throws synchronously (bad arguments reject too).
 
 import { ERROR_CODES, MemoryError } from "./errors.mjs";
-import { ASSET_DEFAULTS, Connection, DEFAULT_BOOT_TIMEOUT_MS, resolveAssets } from "./connection.mjs";
+import {
+  ASSET_DEFAULTS,
+  CONNECTION_OPTIONS,
+  checkOptions,
+  Connection,
+  DEFAULT_BOOT_TIMEOUT_MS,
+  optionChecks,
+  resolveAssets,
+} from "./connection.mjs";
 
 export { ASSET_DEFAULTS, DEFAULT_BOOT_TIMEOUT_MS, ERROR_CODES, MemoryError, resolveAssets };
 
@@ -88,15 +96,47 @@ export const MODELS = Object.freeze(["embedder", "summarizer"]);
 
 const connections = new Map();
 
-/** The page's connection to the worker at the resolved `workerUrl` (one per URL). */
+// What the worker and the connection use for an option left out (worker/memory-worker.mjs).
+const CONNECTION_DEFAULTS = Object.freeze({
+  bootTimeoutMs: DEFAULT_BOOT_TIMEOUT_MS,
+  tabs: "shared",
+  durability: "strict",
+  ortThreads: 1,
+  modelWorker: true,
+  pyodideSnapshot: true,
+  feedbackFlushMs: 3000,
+  autoArchiveDays: null,
+  storageReserveBytes: 32 * 1024 * 1024,
+});
+
+/** The page's connection to the worker at the resolved `workerUrl` (one per URL). Its
+ * options are the first caller's: a later caller that gives one of them another value
+ * gets invalid_input rather than a connection that silently ignores it. */
 export function connection(options = {}) {
+  checkOptions(options, CONNECTION_OPTIONS);
   const assets = resolveAssets(options);
+  const { assetsUrl, ...rest } = options;
+  for (const name of Object.keys(ASSET_DEFAULTS)) delete rest[name];
   let conn = connections.get(assets.workerUrl);
   if (!conn) {
-    const { assetsUrl, ...rest } = options;
-    for (const name of Object.keys(ASSET_DEFAULTS)) delete rest[name];
     conn = new Connection(assets, rest);
     connections.set(assets.workerUrl, conn);
+    return conn;
+  }
+  const given = (name) => options[name] !== undefined || (options.assetsUrl !== undefined && name in ASSET_DEFAULTS);
+  const differs = [
+    ...Object.keys(ASSET_DEFAULTS).filter((name) => given(name) && assets[name] !== conn.assets[name]),
+    ...Object.keys(rest).filter(
+      (name) => given(name) && rest[name] !== (conn.options[name] ?? CONNECTION_DEFAULTS[name]),
+    ),
+  ];
+  if (differs.length) {
+    throw new MemoryError(
+      "invalid_input",
+      `option ${differs[0]} differs from this page's connection to ${assets.workerUrl}, which` +
+        " every client of the page shares and which the first client's options made; give" +
+        " every client the same value, or leave it out",
+    );
   }
   return conn;
 }
@@ -153,19 +193,51 @@ function asObject(name, value) {
   return value;
 }
 
+// Python's item.SCOPE_RE (dbName below: as the worker's api.py takes it).
+const SCOPE_RE = /^[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}$/;
+const isObject = (v) => (v !== null && typeof v === "object" && !Array.isArray(v)) || "an object";
+
+// Every option createAgentMemory takes: the client's own and its connection's. A name not
+// here is refused rather than ignored: a typo such as `presist: true` would otherwise
+// silently keep the default. `strategy` and `encryption` are checked below, with their
+// own messages.
+const OPTIONS = Object.freeze({
+  dbName: (v) => (typeof v === "string" && v.length >= 1 && v.length <= 128) || "a string of 1 to 128 characters",
+  scope: (v) =>
+    (typeof v === "string" && SCOPE_RE.test(v)) ||
+    "a string of 1 to 128 letters, digits and _.:/@- that starts with a letter or digit",
+  strategy: () => true,
+  tags: optionChecks.nullOr(
+    (v) => (Array.isArray(v) && v.every((t) => typeof t === "string" && t !== "")) || "an array of non-empty strings",
+  ),
+  custom: optionChecks.nullOr(isObject),
+  models: optionChecks.nullOr(
+    (v) => (Array.isArray(v) && v.every((m) => MODELS.includes(m))) || `an array of ${MODELS.map((m) => `"${m}"`).join(", ")}`,
+  ),
+  encryption: () => true,
+  persist: optionChecks.boolean,
+  ...CONNECTION_OPTIONS,
+});
+
 /**
  * Open (or join) a memory database in the shared worker.
  * Options: dbName ("pymemory"), scope ("conversation"), strategy ("all" | "recent-5" |
  * "by-tag" | "custom" | a strategy object), tags, custom, models (["embedder",
  * "summarizer"]), durability ("strict" | "relaxed"), feedbackFlushMs, autoArchiveDays,
- * bootTimeoutMs; persist (true: ask for persistent storage, see status.storage),
+ * bootTimeoutMs, tabs ("shared" | "own"), ortThreads, modelWorker (false: inference on the
+ * store worker's thread), pyodideSnapshot (false: never make or restore the Pyodide memory
+ * snapshot that speeds up repeat visits); persist (true: ask for persistent storage, see status.storage),
  * storageReserveBytes (room writes leave under the quota the browser reports);
  * encryption ({ passphrase } or { key: CryptoKey }, optional iterations for a
  * new store: values AES-256-GCM encrypted at rest; a wrong one rejects `ready` with
  * wrong_key); asset locations: assetsUrl (the package folder) and the overrides in
  * ASSET_DEFAULTS (workerUrl, wheelsUrl, modelsUrl, pyodideUrl, onnxruntimeUrl, tiktokenUrl).
+ * Throws MemoryError invalid_input (invalid_strategy for a bad strategy) naming the
+ * option for an unknown option or a value of the wrong type or range, before anything
+ * starts or is written.
  */
 export function createAgentMemory(options = {}) {
+  checkOptions(options, OPTIONS);
   const {
     dbName = "pymemory",
     scope = "conversation",
@@ -177,18 +249,10 @@ export function createAgentMemory(options = {}) {
     persist = false,
     ...connectionOptions
   } = options;
-  if (models != null && (!Array.isArray(models) || models.some((m) => !MODELS.includes(m)))) {
-    throw new MemoryError("invalid_input", `models must be a list of: ${MODELS.join(", ")}`);
-  }
-  if (typeof persist !== "boolean") throw new MemoryError("invalid_input", "persist must be true or false");
-  const reserve = connectionOptions.storageReserveBytes;
-  if (reserve != null && !(Number.isSafeInteger(reserve) && reserve >= 0)) {
-    throw new MemoryError("invalid_input", "storageReserveBytes must be a whole number of bytes >= 0");
-  }
   // Per client, never a connection option: the connection (and its worker) is shared.
   const unlock = unlockOf(encryption);
-  const conn = connection(connectionOptions);
   const resolved = resolveStrategy(strategy, { tags, custom });
+  const conn = connection(connectionOptions);
   let closed = false;
 
   async function call(method, params, onProgress) {
@@ -348,7 +412,15 @@ function stripNull(obj) {
 
 // A framework-free store of the memories a client lists under its strategy, for hooks:
 // subscribe/getSnapshot in the shape useSyncExternalStore wants.
-export function createMemoryStore(client, { limit = 50 } = {}) {
+/** The options of createMemoryStore (and useAgentMemory's own): `limit`, how many
+ * memories it lists, a whole number from 1 to 100000. Throws invalid_input. */
+export function checkStoreOptions(options) {
+  checkOptions(options ?? {}, { limit: optionChecks.wholeIn(1, 100_000) });
+}
+
+export function createMemoryStore(client, options = {}) {
+  checkStoreOptions(options);
+  const { limit = 50 } = options;
   let snapshot = { memories: [], status: client.status, error: null, loaded: false };
   const listeners = new Set();
   let pending = null;

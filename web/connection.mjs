@@ -45,6 +45,77 @@ export function resolveAssets(options = {}) {
   return out;
 }
 
+// --- options: every one checked before anything starts -----------------------------------
+
+// A check returns true for a good value, else what the value must be. `undefined` is always
+// "not given" (the default); `null` only where a check accepts it.
+const wholeIn = (low, high) => (v) => (Number.isSafeInteger(v) && v >= low && v <= high) || `a whole number from ${low} to ${high}`;
+const positive = (v) => (typeof v === "number" && Number.isFinite(v) && v > 0) || "a finite number > 0";
+export const optionChecks = {
+  boolean: (v) => typeof v === "boolean" || "true or false",
+  oneOf: (...values) => (v) => values.includes(v) || `one of ${values.map((x) => JSON.stringify(x)).join(", ")}`,
+  wholeIn,
+  positive,
+  nullOr: (check) => (v) => v === null || check(v),
+};
+
+// The options of a page's connection, shared by every client of the page (the first
+// client's win). setTimeout fires at once for a delay over 2**31 - 1 ms, hence that bound.
+export const CONNECTION_OPTIONS = Object.freeze({
+  assetsUrl: (v) => typeof v === "string" || v instanceof URL || "a URL string",
+  ...Object.fromEntries(
+    Object.keys(ASSET_DEFAULTS).map((name) => [name, (v) => typeof v === "string" || v instanceof URL || "a URL string"]),
+  ),
+  bootTimeoutMs: wholeIn(1, 2 ** 31 - 1),
+  tabs: optionChecks.oneOf("shared", "own"),
+  durability: optionChecks.oneOf("strict", "relaxed"),
+  ortThreads: wholeIn(1, 64),
+  modelWorker: optionChecks.boolean,
+  pyodideSnapshot: optionChecks.boolean,
+  feedbackFlushMs: positive,
+  autoArchiveDays: optionChecks.nullOr(positive),
+  storageReserveBytes: wholeIn(0, Number.MAX_SAFE_INTEGER),
+});
+
+const shown = (v) => {
+  if (typeof v === "string") return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
+  if (v === null || ["number", "boolean", "bigint", "undefined"].includes(typeof v)) return String(v);
+  return Array.isArray(v) ? "an array" : `a ${typeof v}`;
+};
+
+// The edit distance of two short names (for "did you mean").
+function distance(a, b) {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length];
+}
+
+/** Throw invalid_input naming the first option of `options` that `checks` does not know
+ * (with the nearest known name) or whose value its check refuses. */
+export function checkOptions(options, checks) {
+  if (options === null || typeof options !== "object" || Array.isArray(options)) {
+    throw new MemoryError("invalid_input", `options must be an object, not ${shown(options)}`);
+  }
+  for (const [name, value] of Object.entries(options)) {
+    if (!Object.hasOwn(checks, name)) {
+      const near = Object.keys(checks)
+        .map((known) => [distance(name.toLowerCase(), known.toLowerCase()), known])
+        .sort((a, b) => a[0] - b[0])[0];
+      const hint = near && near[0] <= Math.max(2, name.length / 3) ? ` (did you mean ${near[1]}?)` : "";
+      throw new MemoryError("invalid_input", `unknown option ${JSON.stringify(name)}${hint}`);
+    }
+    if (value === undefined) continue;
+    const ok = checks[name](value);
+    if (ok !== true) throw new MemoryError("invalid_input", `option ${name} must be ${ok}, not ${shown(value)}`);
+  }
+}
+
 export function toJson(params) {
   try {
     return JSON.stringify(params ?? {}, (key, value) => {

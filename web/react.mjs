@@ -2,7 +2,7 @@
 // React is a peer dependency: this module imports it and never bundles it.
 
 import { useCallback, useMemo, useSyncExternalStore } from "react";
-import { createAgentMemory, createMemoryStore } from "./agent-memory.mjs";
+import { checkStoreOptions, createAgentMemory, createMemoryStore } from "./agent-memory.mjs";
 
 /**
  * const { memories, addMemory, retrieve, feedback, clear, status } =
@@ -16,6 +16,7 @@ export function useAgentMemory(options = {}) {
   const key = JSON.stringify([clientOptions, limit]);
   // `key` captures every option, so one client and store live as long as the options do.
   const { client, store } = useMemo(() => {
+    checkStoreOptions({ limit }); // before the client starts anything
     const client = createAgentMemory(clientOptions);
     return { client, store: createMemoryStore(client, { limit }) };
   }, [key]);

@@ -137,12 +137,59 @@ async function releaseRoom(name) {
   }
 }
 
+// A write that failed with an I/O error (a full disk: "IO error: ...: FILE_ERROR_NO_SPACE")
+// may have torn LevelDB's log, and Chromium keeps appending to that log: the first open
+// that finds records after the torn one reports a checksum mismatch and Chromium deletes
+// the origin's IndexedDB data (measured: every time a restart followed more writes). More
+// incompressible bytes than LevelDB's write buffer (4 MiB in Chromium 156) make it start a
+// new log and compact the torn one away, so the next write after such a failure first
+// puts ROLL_BYTES of random values (each under the 64 KiB over which a value gets a file
+// of its own) in the room database, and deletes them.
+export const ROLL_BYTES = 8 * 1024 * 1024;
+const ROLL_CHUNK = 32 * 1024;
+
+async function rollLog(name) {
+  const db = await openRoom(name);
+  try {
+    for (let at = 0; at < ROLL_BYTES; at += 16 * ROLL_CHUNK) {
+      const tx = db.transaction(ROOM_STORE, "readwrite", { durability: "strict" });
+      const store = tx.objectStore(ROOM_STORE);
+      for (let i = 0; i < 16; i++) {
+        const value = new Uint8Array(ROLL_CHUNK);
+        crypto.getRandomValues(value);
+        store.put(value, `roll:${at + i * ROLL_CHUNK}`);
+      }
+      await done(tx);
+    }
+    const tx = db.transaction(ROOM_STORE, "readwrite", { durability: "strict" });
+    tx.objectStore(ROOM_STORE).delete(IDBKeyRange.bound("roll:", "roll;", false, true));
+    await done(tx);
+  } finally {
+    db.close();
+  }
+}
+
+const ioFailure = (err) => /\bIO error\b/.test(String(err?.message ?? ""));
+
+// Chromium discards an origin's whole IndexedDB data when it finds its LevelDB corrupt
+// (a log a full disk tore, then appended to: README "When storage runs out"), and the
+// next open that creates a database says so in its upgradeneeded event (dataLoss "total",
+// a Chromium extension). "" when nothing was lost.
+const lossOf = (event) =>
+  event.dataLoss && event.dataLoss !== "none"
+    ? `the browser reported data loss (${event.dataLoss}: ${event.dataLossMessage || "no reason given"})`
+    : "";
+
 // Open `name`; `create`: make it if it does not exist. Without `create` an absent database
-// rejects with NotFoundError (the upgrade that would create it is aborted).
+// rejects with NotFoundError (the upgrade that would create it is aborted). A database the
+// browser discarded rejects with DataLossError (once: the empty one is created), so that
+// an app never mistakes the empty store for its memories.
 function openDb(name, create) {
   const req = indexedDB.open(name, 1);
   let missing = false;
-  req.onupgradeneeded = () => {
+  let loss = "";
+  req.onupgradeneeded = (event) => {
+    loss = lossOf(event);
     if (create) {
       req.result.createObjectStore(STORE);
     } else {
@@ -150,12 +197,26 @@ function openDb(name, create) {
       req.transaction.abort();
     }
   };
-  return request(req).catch((err) => {
-    if (!missing) throw err;
-    const gone = new Error(`the IndexedDB database ${JSON.stringify(name)} no longer exists`);
-    gone.name = "NotFoundError";
-    throw gone;
-  });
+  return request(req).then(
+    (db) => {
+      if (!loss) return db;
+      db.close();
+      const lost = new Error(
+        `${loss}: every record of the IndexedDB database ${JSON.stringify(name)} is gone and it` +
+          " starts again empty (restore it from an export)",
+      );
+      lost.name = "DataLossError";
+      throw lost;
+    },
+    (err) => {
+      if (!missing) throw err;
+      const gone = new Error(
+        `the IndexedDB database ${JSON.stringify(name)} no longer exists${loss ? `: ${loss}` : ""}`,
+      );
+      gone.name = "NotFoundError";
+      throw gone;
+    },
+  );
 }
 
 export const open = settles(async (name, durability = "strict") => {
@@ -188,6 +249,29 @@ export const open = settles(async (name, durability = "strict") => {
     }
   };
 
+  // Set by a write that failed with an I/O error: roll the log before the next write.
+  let torn = false;
+  const write = async (fn) => {
+    if (torn) {
+      try {
+        await rollLog(name);
+      } catch (err) {
+        const failed = plain(err);
+        failed.message =
+          "the disk filled during an earlier write, and before writing again pymemory moves" +
+          ` IndexedDB to a new log, which needs about ${2 * ROLL_BYTES} bytes free: ${failed.message}`;
+        throw failed;
+      }
+      torn = false;
+    }
+    try {
+      return await fn();
+    } catch (err) {
+      if (ioFailure(err)) torn = true;
+      throw err;
+    }
+  };
+
   const handle = {
     async getMany(keys) {
       const tx = await transaction("readonly");
@@ -199,7 +283,7 @@ export const open = settles(async (name, durability = "strict") => {
       };
     },
 
-    async putMany(keys, blob, lengths, deletes) {
+    putMany: (keys, blob, lengths, deletes) => write(async () => {
       const tx = await transaction("readwrite", txOptions);
       const store = tx.objectStore(STORE);
       for (const k of deletes) store.delete(keyBytes(k));
@@ -210,19 +294,19 @@ export const open = settles(async (name, durability = "strict") => {
         pos += lengths[i];
       });
       await done(tx);
-    },
+    }),
 
-    async deleteMany(keys) {
+    deleteMany: (keys) => write(async () => {
       const tx = await transaction("readwrite", txOptions);
       const store = tx.objectStore(STORE);
       for (const k of keys) store.delete(keyBytes(k));
       await done(tx);
-    },
+    }),
 
     // Read-modify-write in ONE readwrite transaction: read `keys` and the keys under each
     // of `prefixes`, hand them to `fn` (Python, called synchronously while the transaction
     // is still active), then apply the writes it returns. `fn` returns null to abort.
-    async transact(keys, prefixes, fn) {
+    transact: (keys, prefixes, fn) => write(async () => {
       const tx = await transaction("readwrite", txOptions);
       const finished = done(tx);
       finished.catch(() => {}); // awaited below, or deliberately dropped on abort
@@ -262,7 +346,7 @@ export const open = settles(async (name, durability = "strict") => {
       });
       await finished;
       return true;
-    },
+    }),
 
     async scan(prefix, startAfter, limit) {
       const low = keyBytes(prefix);

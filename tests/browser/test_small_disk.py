@@ -13,7 +13,12 @@ Over that quota a transaction that puts anything is refused, even pymemory's del
 logs the change): IndexedDbKv then frees the 1 MiB value idb_kv.mjs keeps for deletes and
 runs the delete again. When the disk itself runs out first, Chromium closes the database
 and deletes a best-effort origin's data (IndexedDB and caches); with persistent storage
-granted it keeps it, and pymemory reopens the database once there is room.
+granted it keeps it, and pymemory reopens the database once there is room, unless the
+failed write tore LevelDB's log and Chromium finds it corrupt at that reopen: then it
+deletes the origin's whole IndexedDB data, which pymemory reports (storage_error) rather
+than opening an empty store as if nothing happened. The first write after such a failure
+makes LevelDB leave the torn log (idb_kv.mjs rollLog), which Chromium would otherwise find
+corrupt at the next restart.
 """
 
 from __future__ import annotations
@@ -134,6 +139,7 @@ def test_a_full_disk_refuses_typed_frees_room_and_loses_nothing(
         assert len(acked) > 100  # about 200 fit under Chromium's 40 MB quota, beside its caches
         print(f"\nrefused after {len(acked)} memories: {refused['message']}")
         print("estimate at the limit:", page.evaluate("navigator.storage.estimate()"))
+        print(f"disk free at the limit: {free_bytes(small_disk) / MIB:.1f} MiB")
 
         # The store is unchanged, and stays readable and exportable.
         again = call(page, "m.addMemory({ text: window.text(100000) })")
@@ -143,12 +149,12 @@ def test_a_full_disk_refuses_typed_frees_room_and_loses_nothing(
 
         # Deletes work at the limit, and once they freed room, adds do again.
         doomed = list(acked)[:20]  # ~2 MB: the 1 MiB kept for deletes is taken back first
-        for item_id in doomed:
+        for n, item_id in enumerate(doomed):
             gone = call(page, "m.delete(args[0])", item_id)
-            assert gone["ok"], gone
+            assert gone["ok"], f"delete {n} at {free_bytes(small_disk)} bytes free: {gone}"
             del acked[item_id]
         added = call(page, "m.addMemory({ text: window.text(100001) })")
-        assert added["ok"], added
+        assert added["ok"], f"add after the deletes: {added}"
         acked[added["r"]["id"]] = added["r"]["text"][:80]
         assert stored(page) == acked
         assert page.errors == []
@@ -178,27 +184,33 @@ def grant_persistent_storage(profile, origin):
     (profile / "Default" / "Preferences").write_text(json.dumps(prefs))
 
 
+def free_bytes(folder) -> int:
+    st = os.statvfs(folder)
+    return st.f_bavail * st.f_frsize
+
+
 def fill_disk(folder, leave: int):
     """A file that leaves `leave` bytes free on `folder`'s filesystem."""
-    st = os.statvfs(folder)
-    size = st.f_bavail * st.f_frsize - leave
+    size = free_bytes(folder) - leave
     with open(folder / "ballast", "wb") as f:
         for _ in range(size // MIB):
             f.write(bytes(MIB))
     return folder / "ballast"
 
 
-def test_a_disk_full_inside_leveldb_closes_the_store_and_it_reopens_once_there_is_room(
+def test_a_disk_full_inside_leveldb_is_typed_then_the_store_is_whole_or_reported_lost(
     playwright_instance, small_disk, base_url
 ):
     # The disk runs out long before the quota, inside LevelDB (these memories compress, so
-    # they are stored in it): Chromium aborts the write, closes the database and cannot
-    # open it again while the disk is full. A best-effort origin's data would be deleted
-    # now (storage pressure eviction), so this profile has persistent storage granted.
-    # Once there is room, pymemory reopens the database and nothing acknowledged is lost.
-    # (Not asserted: a restart. If the disk filled while LevelDB appended to its log,
-    # Chromium 156 reuses that torn log, and the next restart discards the database; see
-    # README "When storage runs out".)
+    # they are stored in it), on a profile with persistent storage granted (a best-effort
+    # origin's data would be evicted). Chromium aborts the write (FILE_ERROR_NO_SPACE),
+    # closes the database and reopens it. If the write tore LevelDB's log, that reopen may
+    # find a checksum mismatch and Chromium deletes the origin's whole IndexedDB data:
+    # nothing a page can prevent (README "When storage runs out"); then every call says
+    # the database is gone. Otherwise every acknowledged memory is there, and stays there
+    # after a restart: the first write after the failure makes LevelDB leave the torn log
+    # (idb_kv.mjs rollLog), which Chromium would otherwise keep appending to and find
+    # corrupt at the restart. Never a store that quietly lost some or all of them.
     grant_persistent_storage(small_disk, base_url)
     context, page = launch(playwright_instance, small_disk, base_url)
     try:
@@ -210,25 +222,93 @@ def test_a_disk_full_inside_leveldb_closes_the_store_and_it_reopens_once_there_i
         refused = filled["refused"]
         assert refused is not None, "the disk never filled"
         assert refused["code"] in ("storage_error", "quota_exceeded"), refused
-        assert "no longer exists" not in refused["message"], refused
         assert len(acked) > 10
         print(f"\nrefused after {len(acked)} memories: {refused['message']}")
-        # On the full disk the store cannot even be opened: calls fail, typed.
-        gone = call(page, "m.delete(args[0])", next(iter(acked)))
+        # On the full disk the store may not even open: calls fail, typed.
+        first = next(iter(acked))
+        gone = call(page, "m.delete(args[0])", first)
         assert gone["ok"] or gone["code"] in ("storage_error", "quota_exceeded"), gone
         if gone["ok"]:
-            del acked[next(iter(acked))]
+            del acked[first]
 
-        ballast.unlink()  # room again: the closed database is reopened, nothing is lost
-        assert stored(page) == acked
+        ballast.unlink()  # room again: the closed database is reopened
+        listed = call(page, LIST)
+        if not listed["ok"]:
+            print("Chromium discarded the database:", listed["message"])
+            assert_reported_lost(listed)
+            assert_reported_lost(call(page, "m.addMemory('after the loss')"))
+            return
+        assert dict(listed["r"]) == acked  # whole: nothing acknowledged is missing
         assert exported(page) == set(acked)
-        gone = call(page, "m.delete(args[0])", next(iter(acked)))
+        first = next(iter(acked))
+        gone = call(page, "m.delete(args[0])", first)
         assert gone["ok"], gone
-        del acked[next(iter(acked))]
+        del acked[first]
         added = call(page, "m.addMemory({ text: window.words(100000) })")
         assert added["ok"], added
         acked[added["r"]["id"]] = added["r"]["text"][:80]
         assert stored(page) == acked
+        assert page.errors == []
+    finally:
+        context.close()
+
+    # A restart: every acknowledged memory is there.
+    context, page = launch(playwright_instance, small_disk, base_url)
+    try:
+        opened = page.evaluate(OPEN_SETTLED, ["full"])
+        assert opened["ok"], opened
+        assert stored(page) == acked
+    finally:
+        context.close()
+
+
+LIST = "(await m.list({ scope: null, limit: 100000 })).map((x) => [x.id, x.text.slice(0, 80)])"
+
+# OPEN, settled: {ok: true} or the rejection's {ok: false, code, message}.
+OPEN_SETTLED = """async ([db]) => {
+  window.m = window.pymemory.createAgentMemory({ dbName: db, scope: "user" });
+  return window.within(window.m.ready, 60000);
+}"""
+
+
+def assert_reported_lost(got):
+    assert got["ok"] is False and got["code"] == "storage_error", got
+    assert "no longer exists" in got["message"], got
+
+
+def test_a_database_chromium_discards_as_corrupt_is_reported_not_opened_empty(
+    playwright_instance, tmp_path, base_url
+):
+    # What a torn LevelDB log with records after it comes to at the next open: bytes in the
+    # middle of the log that fail their checksum. Chromium then deletes the origin's whole
+    # IndexedDB data (a few bad bytes cost every record) and reports it to the next open
+    # (dataLoss "total"): pymemory rejects that open with storage_error saying so, once;
+    # the store it opens after that is the new, empty one.
+    profile = tmp_path / "profile"
+    context, page = launch(playwright_instance, profile, base_url)
+    try:
+        page.evaluate(OPEN, ["torn"])
+        added = call(
+            page, "Promise.all(Array.from({ length: 30 }, (_, i) => m.addMemory(`note ${i}`)))"
+        )
+        assert added["ok"], added
+        assert len(stored(page)) == 30
+    finally:
+        context.close()
+    logs = list((profile / "Default" / "IndexedDB").glob("*.indexeddb.leveldb/*.log"))
+    log = max(logs, key=lambda f: f.stat().st_size)
+    with open(log, "r+b") as f:
+        f.seek(log.stat().st_size // 2)
+        f.write(b"\xff" * 64)
+
+    context, page = launch(playwright_instance, profile, base_url)
+    try:
+        opened = page.evaluate(OPEN_SETTLED, ["torn"])
+        assert opened["ok"] is False and opened["code"] == "storage_error", opened
+        assert "data loss (total" in opened["message"] and "corrupt" in opened["message"], opened
+        print("\n", opened["message"])
+        assert page.evaluate(OPEN_SETTLED, ["torn"])["ok"]
+        assert stored(page) == {}
         assert page.errors == []
     finally:
         context.close()
