@@ -1,14 +1,19 @@
 """addMemory and retrieve latency in Chromium while the local models work, in one run:
-models off, models busy with inference in the model worker (the default), and models busy
-with inference on the store worker's thread (``modelWorker: false``, the old design).
+models off (BM25 retrieval), models loaded and idle (hybrid retrieval, nothing in the
+background), models busy with inference in the model workers (the default; with one and
+with two onnxruntime-web WASM threads) and models busy with inference on the store
+worker's thread (``modelWorker: false``, the old design).
 
 Usage::
 
     python benchmarks/bench_models_busy.py [--items 10000] [--ops 40] [--backlog 50]
 
-"Busy": MiniLM is attached after ``--items`` memories were imported (so it is embedding
-them in the background) and SmolLM2 has ``--backlog`` new messages to refine. Each
-configuration runs in a fresh browser context. Needs ``python3 build.py setup``.
+"Idle": MiniLM is attached after ``--items`` memories were imported and has embedded all
+of them before the timing starts (each timed add then queues its own embedding only).
+"Busy": MiniLM is attached after the import (so it is embedding the ``--items`` in the
+background) and SmolLM2 has ``--backlog`` new messages to refine. Every timing starts
+after one untimed retrieve (the query side's session). Each configuration runs in a fresh
+browser context. Needs ``python3 build.py setup``.
 """
 
 from __future__ import annotations
@@ -16,8 +21,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import shutil
-import statistics
 import sys
 from pathlib import Path
 
@@ -31,18 +36,24 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 from tools import server  # noqa: E402
 
-RUN = """async ([text, adds, queries, backlog, models, modelWorker]) => {
+RUN = """async ([text, adds, queries, backlog, mode, options]) => {
   const pm = window.pymemory;
-  const m = pm.createAgentMemory({ dbName: "busy", scope: "user", modelWorker });
+  const m = pm.createAgentMemory({ dbName: "busy", scope: "user", ...options });
   await m.ready;
   const conn = pm.connection();
   await m.importJsonl(text);
-  let busy = null;
-  if (models) {
+  let busy = null, settleMs = null;
+  if (mode === "idle") {
+    await conn.call("busy", "loadModels", { embedder: true });
+    const t = performance.now();
+    await conn.call("busy", "modelsIdle", {});   // every imported item embedded
+    settleMs = performance.now() - t;
+  } else if (mode === "busy") {
     await conn.call("busy", "loadModels", { embedder: true, summarizer: true });
-    await m.addMany(backlog);                // the summarizer's backlog
+    await m.addMany(backlog);                    // the summarizer's backlog
     busy = conn.call("busy", "modelsIdle", {});
   }
+  await m.retrieve("warm up the query side");
   const add = [], retrieve = [];
   for (let i = 0; i < adds.length; i++) {
     let t0 = performance.now();
@@ -51,20 +62,63 @@ RUN = """async ([text, adds, queries, backlog, models, modelWorker]) => {
     t0 = performance.now();
     const r = await m.retrieve(queries[i]);
     retrieve.push(performance.now() - t0);
-    if (models && r.mode !== "hybrid") throw new Error("retrieve was not hybrid: " + r.mode);
+    if (mode !== "off" && r.mode !== "hybrid") throw new Error("not hybrid: " + r.mode);
   }
   const stillBusy = busy
     ? await Promise.race([busy.then(() => false), Promise.resolve(true)])
     : false;
-  const inWorker = models && modelWorker !== false;
+  const inWorker = mode !== "off" && options.modelWorker !== false;
   const stats = inWorker ? await conn.link.request({ op: "modelStats" }) : null;
   const queues = stats && { background: stats.background?.queue, urgent: stats.urgent?.queue };
-  return { add, retrieve, stillBusy, queues };
+  const wasmThreads = stats && stats.background?.wasmThreads;
+  return { add, retrieve, stillBusy, queues, settleMs, wasmThreads,
+           isolated: globalThis.crossOriginIsolated === true };
 }"""
+
+#: (row, mode, the client's connection options); ratios are to the first two rows.
+CONFIGS = [
+    ("models off", "off", {}),
+    ("models loaded, idle", "idle", {}),
+    ("models busy, model worker", "busy", {}),
+    ("models busy, model worker, 2 WASM threads", "busy", {"ortThreads": 2}),
+    ("models busy, same thread", "busy", {"modelWorker": False}),
+]
 
 
 def summary(values: list[float]) -> str:
     return f"{pct(values, 50):.1f} / {pct(values, 95):.1f}"
+
+
+def ratios(r: dict, off: dict, idle: dict | None, key: str) -> str:
+    mine = pct(r[key], 50)
+    to_idle = f"{mine / pct(idle[key], 50):.2f}x" if idle else "-"
+    return f"{mine / pct(off[key], 50):.2f}x / {to_idle}"
+
+
+def report(out: dict, args: argparse.Namespace) -> str:
+    off, idle = out["models off"], out.get("models loaded, idle")
+    lines = [
+        f"# bench_models_busy, {out['date']}, Chromium {out['chromium']}, "
+        f"{json.dumps(out['machine'])}, load average {out['loadavg'][0]:.1f} -> "
+        f"{out['loadavg'][1]:.1f}",
+        "",
+        f"{args.items:,} items imported, {args.ops} add + retrieve pairs, summarizer backlog "
+        f"{args.backlog} (ms, p50 / p95; ratios of p50 to models off / models idle)",
+        "",
+        "| configuration | addMemory | retrieve | add ratio | retrieve ratio "
+        "| WASM threads | models still busy at the end |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for name, _mode, _options in CONFIGS:
+        if name not in out:
+            continue
+        r = out[name]
+        lines.append(
+            f"| {name} | {summary(r['add'])} | {summary(r['retrieve'])} "
+            f"| {ratios(r, off, idle, 'add')} | {ratios(r, off, idle, 'retrieve')} "
+            f"| {r['wasmThreads'] or '-'} | {'yes' if r['stillBusy'] else 'no'} |"
+        )
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -72,6 +126,7 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--ops", type=int, default=40)
     parser.add_argument("--backlog", type=int, default=50)
+    parser.add_argument("--only", help="rows to run, separated by ';' (models off always runs)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     docs, queries = make_corpus(args.items + args.ops + args.backlog, args.ops, seed=5)
@@ -81,45 +136,29 @@ def main() -> int:
         f"Hi! Could you note that {d} Thanks a lot, and sorry for the long message."
         for d in docs[args.items + args.ops :]
     ]
+    only = {n.strip() for n in args.only.split(";")} if args.only else None
     srv = server.start()
     base = f"http://127.0.0.1:{srv.server_address[1]}"
-    out: dict = {"machine": machine_info(), "date": str(dt.date.today()), "args": vars(args)}
-    out["args"] = {k: v for k, v in out["args"].items() if k != "json"}
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="minutes")
+    out: dict = {"machine": machine_info(), "date": now, "loadavg": [os.getloadavg()[0]]}
+    out["args"] = {k: v for k, v in vars(args).items() if k != "json"}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS)
         out["chromium"] = browser.version
-        for name, models, model_worker in (
-            ("models off", False, True),
-            ("models busy, model worker", True, True),
-            ("models busy, same thread", True, False),
-        ):
+        for name, mode, options in CONFIGS:
+            if only and mode != "off" and name not in only:
+                continue
             ctx, page = open_page(browser, base)
-            out[name] = page.evaluate(RUN, [text, adds, queries, backlog, models, model_worker])
+            out[name] = page.evaluate(RUN, [text, adds, queries, backlog, mode, options])
+            out[name]["loadavg"] = os.getloadavg()[0]
             ctx.close()
-            print(name, "done", flush=True)
+            print(name, "done", f"load {out[name]['loadavg']:.1f}", flush=True)
+            if args.json:  # after every row: a long run keeps what it measured
+                args.json.write_text(json.dumps(out, indent=2))
         browser.close()
     srv.shutdown()
-    off = out["models off"]
-    lines = [
-        f"# bench_models_busy, {out['date']}, Chromium {out['chromium']}, "
-        f"{json.dumps(out['machine'])}",
-        "",
-        f"{args.items:,} items imported, {args.ops} add + retrieve pairs, summarizer backlog "
-        f"{args.backlog} (ms, p50 / p95; ratio of p50 to models off)",
-        "",
-        "| configuration | addMemory | retrieve | add ratio | retrieve ratio "
-        "| models still busy at the end |",
-        "|---|---:|---:|---:|---:|---|",
-    ]
-    for name in ("models off", "models busy, model worker", "models busy, same thread"):
-        r = out[name]
-        ra = statistics.median(r["add"]) / statistics.median(off["add"])
-        rr = statistics.median(r["retrieve"]) / statistics.median(off["retrieve"])
-        lines.append(
-            f"| {name} | {summary(r['add'])} | {summary(r['retrieve'])} | {ra:.2f}x | {rr:.2f}x "
-            f"| {'yes' if r['stillBusy'] else 'no'} |"
-        )
-    print("\n".join(lines))
+    out["loadavg"].append(os.getloadavg()[0])
+    print(report(out, args))
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
     return 0

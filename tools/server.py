@@ -1,5 +1,6 @@
 """The dev/test web server: serves web/, worker/ and the cached vendor files and wheel on
-127.0.0.1 with the right MIME types and the COOP/COEP headers onnxruntime-web threads need.
+127.0.0.1 with the right MIME types and the COOP/COEP headers onnxruntime-web threads need
+(``start(isolate=False)`` leaves them out).
 
     /                 web/demo/index.html
     /debug/memory     web/debug/index.html
@@ -87,8 +88,9 @@ class Handler(SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
     def end_headers(self) -> None:
-        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
-        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        if getattr(self.server, "isolate", True):  # crossOriginIsolated: WASM threads
+            self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+            self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
         self.send_header("Cross-Origin-Resource-Policy", "same-origin")
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
@@ -120,10 +122,15 @@ class Handler(SimpleHTTPRequestHandler):
                 pass  # the page went away mid-download (tests close pages on purpose)
 
 
-def start(port: int = 0, host: str = "127.0.0.1", verbose: bool = False) -> ThreadingHTTPServer:
-    """Start serving in a daemon thread; ``server.server_address`` gives the port."""
+def start(
+    port: int = 0, host: str = "127.0.0.1", verbose: bool = False, isolate: bool = True
+) -> ThreadingHTTPServer:
+    """Start serving in a daemon thread; ``server.server_address`` gives the port.
+    ``isolate=False`` leaves out COOP/COEP, so pages are not cross-origin isolated (no
+    SharedArrayBuffer, onnxruntime-web falls back to one thread)."""
     server = ThreadingHTTPServer((host, port), Handler)
     server.daemon_threads = True
     server.verbose = verbose  # type: ignore[attr-defined]
+    server.isolate = isolate  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True, name="pymemory-http").start()
     return server

@@ -22,6 +22,7 @@ const config = {
   manifestUrl: new URL("../models/build.json", import.meta.url).href,
 };
 let ortPromise = null;
+let wasmThreads = null; // the threads onnxruntime-web runs with, known once a session exists
 let manifestPromise = null;
 const sessions = new Map(); // url -> Promise<handle>
 const assets = new Map(); // url -> Promise<{ bytes, source, ... }> while in flight
@@ -167,6 +168,7 @@ async function createSession(url, options) {
     graphOptimizationLevel: options.graphOptimizationLevel ?? "all",
   });
   const createMs = performance.now() - t0;
+  wasmThreads = ort.env.wasm.numThreads; // after its init: 1 where WASM threads are unavailable
   const info = {
     url,
     source: asset.source,
@@ -176,7 +178,7 @@ async function createSession(url, options) {
     replaced: asset.replaced ?? null,
     fetchMs: asset.ms,
     createMs,
-    threads: ort.env.wasm.numThreads,
+    threads: wasmThreads,
   };
   return {
     info,
@@ -211,9 +213,10 @@ export function load(url, options = {}) {
   return pending;
 }
 
-// Diagnostics: the settings, every asset read since the worker started, live sessions.
+// Diagnostics: the settings, every asset read since the worker started, live sessions, and
+// `wasmThreads`: the threads onnxruntime-web runs with (null before the first session).
 export function stats() {
-  return { ...settings(), loads: loads.map((r) => ({ ...r })), sessions: [...sessions.keys()] };
+  return { ...settings(), wasmThreads, loads: loads.map((r) => ({ ...r })), sessions: [...sessions.keys()] };
 }
 
 // Delete every cached model file (sessions already created stay usable; a new worker

@@ -4,10 +4,12 @@ loaded after boot, with the same results as CPython."""
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
-from browserkit import js
+import pytest
+from browserkit import js, watch_errors
 
 from pymemory.encoder import RuleEncoder
 from pymemory.encoder.smollm2 import load_smollm2_refiner
+from tools import server
 
 TEXTS = [
     "Hi there! Could you please move our weekly sync with the design team from Tuesday "
@@ -93,14 +95,17 @@ def test_models_load_after_boot_and_match_cpython(harness):
         assert all(pool.submit(asyncio.run, check()).result())
 
 
-def test_calls_do_not_wait_for_a_busy_model(harness):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_calls_do_not_wait_for_a_busy_model(harness, threads):
     """Inference runs in the model worker: with the summarizer working through a backlog,
     a hybrid retrieve (its query embedding queued before the background runs) and an add
-    complete long before the backlog does."""
+    complete long before the backlog does; also with onnxruntime-web's WASM threads (the
+    test server makes pages cross-origin isolated, so its thread workers can start)."""
     got = js(
         harness,
         """
-        const m = pm.createAgentMemory({ dbName: "busy", models: ["embedder", "summarizer"] });
+        const m = pm.createAgentMemory({ dbName: "busy", models: ["embedder", "summarizer"],
+                                         ortThreads: args[1] });
         await m.modelsReady;
         await m.addMany(args[0]);                         // a backlog for the summarizer
         const order = [];
@@ -116,9 +121,10 @@ def test_calls_do_not_wait_for_a_busy_model(harness):
         const addMs = performance.now() - t1;
         const busy = await pm.connection().link.request({ op: "modelStats" });
         const done = await idle;
-        return { order, retrieveMs, addMs, mode: r.mode, busy, done };
+        return { order, retrieveMs, addMs, mode: r.mode, busy, done, isolated: crossOriginIsolated };
         """,
         TEXTS * 4,
+        threads,
     )
     assert got["order"] == ["retrieve", "add", "backlog done"], got["order"]
     assert got["mode"] == "hybrid"
@@ -126,4 +132,46 @@ def test_calls_do_not_wait_for_a_busy_model(harness):
     assert got["busy"]["urgent"]["queue"]["urgent"] >= 1
     assert got["busy"]["background"]["queue"]["urgent"] == 0
     assert got["done"]["summarizer"]["calls"] >= len(TEXTS) * 4
-    print(f"\nwith the summarizer busy: retrieve {got['retrieveMs']:.0f} ms, add {got['addMs']:.0f} ms")
+    # both model workers run onnxruntime-web with the threads asked for (2 cores here)
+    assert got["isolated"] is True
+    for worker in ("background", "urgent"):
+        assert got["busy"][worker]["crossOriginIsolated"] is True
+        assert got["busy"][worker]["wasmThreads"] == threads
+    print(f"\nwith the summarizer busy ({threads} WASM thread(s)): "
+          f"retrieve {got['retrieveMs']:.0f} ms, add {got['addMs']:.0f} ms")  # fmt: skip
+
+
+@pytest.fixture
+def plain_harness(context):
+    """The harness page served without COOP/COEP: not cross-origin isolated."""
+    srv = server.start(isolate=False)
+    page = context.new_page()
+    page.errors = watch_errors(page)
+    page.goto(f"http://127.0.0.1:{srv.server_address[1]}/web/test/harness.html")
+    page.wait_for_function("document.body.dataset.loaded === '1'")
+    yield page
+    srv.shutdown()
+    assert page.errors == []
+
+
+def test_threads_fall_back_to_one_where_the_page_is_not_isolated(plain_harness):
+    got = js(
+        plain_harness,
+        """
+        const m = pm.createAgentMemory({ dbName: "plain", models: ["embedder"], ortThreads: 2 });
+        await m.modelsReady;
+        const items = [];
+        for (const t of args[0]) items.push(await m.addMemory(t));
+        await pm.connection().call("plain", "modelsIdle", {});
+        const r = await m.retrieve("reschedule the design meeting");
+        const stats = await pm.connection().link.request({ op: "modelStats" });
+        return { isolated: crossOriginIsolated, r, ids: items.map((i) => i.id), stats };
+        """,
+        TEXTS,
+    )
+    assert got["isolated"] is False
+    for worker in ("background", "urgent"):
+        assert got["stats"][worker]["crossOriginIsolated"] is False
+        assert got["stats"][worker]["wasmThreads"] == 1
+    assert got["r"]["mode"] == "hybrid" and got["r"]["notes"] == []
+    assert got["r"]["memories"][0]["item"]["id"] == got["ids"][0]
