@@ -22,6 +22,7 @@ import statistics
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -274,31 +275,8 @@ def main() -> int:
             name, _, url = spec.partition("=")
             workers[name] = url
         out["cold_start"] = cold_starts(browser, base, args.rounds, workers)
-        if args.boot_only:
-            browser.close()
-            srv.shutdown()
-            print(report(out, version, args.rounds))
-            if args.json:
-                args.json.write_text(json.dumps(out, indent=2))
-            return 0
-
-        docs, queries = make_corpus(max(args.sizes, default=0) + args.ops, args.ops, seed=11)
-        adds = [{"text": t, "tags": ["bench"]} for t in docs[: args.ops]]
-        out["add"] = {}
-        for durability in ("strict", "relaxed"):
-            ctx, page = open_page(browser, base)
-            out["add"][durability] = page.evaluate(TIMED, ["adds", "addMemory", adds, durability])
-            ctx.close()
-
-        out["sizes"] = {}
-        for n in args.sizes:
-            ctx, page = open_page(browser, base)
-            text = export_text(docs[args.ops : args.ops + n])
-            imported = page.evaluate(TIMED, [f"r{n}", "importJsonl", [{"text": text}], "strict"])
-            params = [{"query": q} for q in queries]
-            timed = page.evaluate(TIMED, [f"r{n}", "retrieve", params, "strict"])
-            out["sizes"][n] = {"import_ms": imported["page"][0], "retrieve": timed}
-            ctx.close()
+        if not args.boot_only:
+            measure_calls(browser, base, args, out)
         browser.close()
     srv.shutdown()
 
@@ -306,6 +284,27 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
     return 0
+
+
+def measure_calls(browser: Any, base: str, args: argparse.Namespace, out: dict) -> None:
+    """addMemory latency at each durability, then import and retrieve at each size."""
+    docs, queries = make_corpus(max(args.sizes, default=0) + args.ops, args.ops, seed=11)
+    adds = [{"text": t, "tags": ["bench"]} for t in docs[: args.ops]]
+    out["add"] = {}
+    for durability in ("strict", "relaxed"):
+        ctx, page = open_page(browser, base)
+        out["add"][durability] = page.evaluate(TIMED, ["adds", "addMemory", adds, durability])
+        ctx.close()
+
+    out["sizes"] = {}
+    for n in args.sizes:
+        ctx, page = open_page(browser, base)
+        text = export_text(docs[args.ops : args.ops + n])
+        imported = page.evaluate(TIMED, [f"r{n}", "importJsonl", [{"text": text}], "strict"])
+        params = [{"query": q} for q in queries]
+        timed = page.evaluate(TIMED, [f"r{n}", "retrieve", params, "strict"])
+        out["sizes"][n] = {"import_ms": imported["page"][0], "retrieve": timed}
+        ctx.close()
 
 
 if __name__ == "__main__":

@@ -327,9 +327,11 @@ class SnapshotKeeper:
             self._task = None
 
     async def _current(self) -> bool:
-        """Whether the stored snapshot is of this view's position and has every part
-        this instance would write (a vector part, once an embedder is attached)."""
-        raw = await self.kv.get(HEAD_KEY)
+        return self._is_current(await self.kv.get(HEAD_KEY))
+
+    def _is_current(self, raw: bytes | None) -> bool:
+        """Whether the snapshot head ``raw`` is of this view's position and names every
+        part this instance would write (a vector part, once an embedder is attached)."""
         try:
             head = None if raw is None else json.loads(raw)
             if head is None or int(head["seq"]) != self.view.seq:
@@ -369,9 +371,10 @@ class SnapshotKeeper:
             return False
         if asyncio.get_running_loop().time() - self._last_write < MIN_INTERVAL_S:
             return False
-        if await self._current():
+        raw = await self.kv.get(HEAD_KEY)
+        if self._is_current(raw):
             return False
-        stored = stored_seq(await self.kv.get(HEAD_KEY))
+        stored = stored_seq(raw)
         return (
             stored is None
             or stored == self.view.seq  # a part is missing
