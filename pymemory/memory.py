@@ -208,6 +208,7 @@ class Memory:
         if self._dense is not None:
             raise ValidationError("an embedder is already attached")
         await self._sync()  # embed what other writers added too
+        # Assigned with no await after open's locked catch-up (see DenseIndex.open).
         self._dense = await DenseIndex.open(
             self.kv, embedder, self._catalog, self._lock, vector_dtype, on_commit=self._view.advance
         )

@@ -77,9 +77,17 @@ class DenseIndex:
         vector_dtype: Literal["int8", "float16", "float32"] = "int8",
         on_commit: Callable[[changes.Committed], None] = lambda _c: None,
     ) -> DenseIndex:
-        """Load the stored vectors and queue every item that has none yet."""
+        """Load the stored vectors and queue every item that has none yet.
+
+        The vectors load without the lock; under it, they then catch up with every change
+        logged since the load began (a sync of the view meanwhile, with no vectors to
+        update, skipped the vector keys). The index returned is current at least up to the
+        view's position, and built under the lock: publish it before yielding, or a sync
+        in between skips vector keys again."""
+        seq = await changes.read_seq(kv)
         vectors = await KvVectorStore.open(kv, embedder.dim, vector_dtype)
         async with lock:
+            await vectors.catch_up(seq)
             # Vectors without an item (left by an older pymemory, which deleted the two in
             # separate batches): drop them, so that every vector belongs to a live item
             # (retrieval counts on it). Checked in the transaction: the item may be new.
@@ -93,7 +101,7 @@ class DenseIndex:
                 done = await changes.commit(kv, [schema.mem_key(i) for i in orphans], drop)
                 vectors.apply_local(deletes=done.result)
                 on_commit(done)
-        return cls(embedder, vectors, catalog, lock, on_commit)
+            return cls(embedder, vectors, catalog, lock, on_commit)
 
     def queue(self, item_id: str) -> None:
         self._queue.put_nowait(item_id)

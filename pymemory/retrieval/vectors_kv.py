@@ -214,6 +214,15 @@ class KvVectorStore(InMemoryVectorStore):
         await self.reload(k[len(self.prefix) :] for k in found.keys if k.startswith(self.prefix))
         return True
 
+    async def catch_up(self, seq: int) -> None:
+        """Re-read the records the change log says changed after ``seq`` (a position read
+        before this store loaded), or every record if the log no longer reaches back."""
+        found = await changes.changes_since(self.kv, seq)
+        if found.keys is None:
+            await self.load()
+            return
+        await self.reload(k[len(self.prefix) :] for k in found.keys if k.startswith(self.prefix))
+
     def snapshot_part(self) -> bytes:
         """The matrix as a snapshot part (:mod:`.snapshot`): live rows, their ids, scales."""
         self._check_loaded()
