@@ -29,7 +29,7 @@ from .models.embedding import Embedder
 from .retrieval.archive import search_archive
 from .retrieval.dense import DenseIndex
 from .retrieval.filters import item_matcher
-from .retrieval.pipeline import Retrieval, retrieve
+from .retrieval.pipeline import Retrieval, lexical_side, retrieve
 from .retrieval.plan import compile_strategy
 from .retrieval.snapshot import SnapshotKeeper
 from .retrieval.snapshot import discard as discard_snapshot
@@ -781,16 +781,29 @@ class Memory:
         if not isinstance(trace, bool) or not isinstance(condense, bool):
             raise ValidationError("trace and condense must be bools")
         plan = compile_strategy(coerce(strategy))
-        await self._sync()  # what other writers added, changed or forgot
-        if self._dense is None:
-            dense, notes = None, ("dense retrieval off: no embedder; ranked by BM25",)
-        else:
-            dense, notes = await self._dense.candidates(query, plan.fusion.depth)
+        # The query is embedded (in the browser: in the model worker) while this thread
+        # syncs and scores BM25: the call takes the longer of the two, not their sum.
+        dense_index = self._dense
+        embedding = None if dense_index is None else dense_index.embed_query(query)
+        try:
+            await self._sync()  # what other writers added, changed or forgot
+            now = self._clock()
+            lexical = lexical_side(self._catalog, query, now)
+            if dense_index is None:
+                dense, notes = None, ("dense retrieval off: no embedder; ranked by BM25",)
+            else:
+                dense, notes = await dense_index.candidates(embedding, plan.fusion.depth)
+        finally:
+            if embedding is not None and not embedding.done():
+                embedding.cancel()
+            elif embedding is not None and not embedding.cancelled():
+                embedding.exception()  # seen: a failure here is no "never retrieved" warning
         return retrieve(
             self._catalog,
             query,
             plan,
-            now_ms=self._clock(),
+            now_ms=now,
+            lexical=lexical,
             max_items=max_items,
             max_tokens=max_tokens,
             counter=self.token_counter,

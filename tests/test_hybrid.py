@@ -218,3 +218,83 @@ async def test_feedback_filters_and_deletes_apply_to_dense_candidates():
 def test_fusion_strategy_serialises():
     s = compose(fusion(k=20, lexical=0.5, dense=1.5, depth=50))
     assert from_dict(to_dict(s)) == s
+
+
+class GatedKv(MapKv):
+    """A MapKv whose reads can be held at a gate (a collaborator stub: the change log's
+    read in a retrieve's sync waits there), recording what happened in ``events``."""
+
+    def __init__(self, events: list[str]):
+        super().__init__()
+        self.events = events
+        self.gate: asyncio.Event | None = None
+
+    async def get(self, key):
+        if self.gate is not None:
+            self.events.append("store read")
+            await self.gate.wait()
+        return await super().get(key)
+
+
+class RecordingEmbedder(CountingEmbedder):
+    def __init__(self, inner, events: list[str]):
+        super().__init__(inner)
+        self.events = events
+
+    async def embed(self, texts):
+        self.events.append(f"embed {texts[0]}")
+        return await super().embed(texts)
+
+
+async def test_the_query_is_embedded_while_the_store_is_read():
+    """A retrieve starts its query embedding (in the browser: another worker) before it
+    reads the store and scores BM25, so the call costs the longer of the two, not the sum."""
+    events: list[str] = []
+    kv = GatedKv(events)
+    mem = await Memory.open(kv, embedder=RecordingEmbedder(HashingEmbedder(), events))
+    await mem.add_many([{"text": f"note about topic {i}"} for i in range(20)])
+    await mem.embed_idle()
+    events.clear()
+    kv.gate = asyncio.Event()
+    call = asyncio.ensure_future(mem.retrieve("topic 7"))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert events == ["store read", "embed topic 7"]  # embedding while the read waits
+    kv.gate.set()
+    kv.gate = None
+    result = await call
+    assert result.mode == "hybrid" and result.items[0].text == "note about topic 7"
+    await mem.close()
+
+
+async def test_writes_during_the_query_embedding_are_ranked_as_they_now_are(monkeypatch):
+    """BM25 is scored ahead, while the query embeds; a write landing before the embedding
+    returns (here: a forget whose slot a new item reuses) makes the ranking use the store
+    as it is then, never the forgotten item's scores under the new item's slot."""
+    import pymemory.memory as memory_module
+
+    scored = asyncio.Event()
+
+    def spy(*args, **kwargs):
+        scored.set()
+        return lexical_side(*args, **kwargs)
+
+    lexical_side = memory_module.lexical_side
+    monkeypatch.setattr(memory_module, "lexical_side", spy)
+    embedder = CountingEmbedder(HashingEmbedder())
+    mem = await Memory.open(MapKv(), embedder=embedder)
+    old = await mem.add("the deploy key rotates on fridays")
+    await mem.add_many([{"text": f"unrelated note number {i}"} for i in range(10)])
+    await mem.embed_idle()
+    embedder.gate = asyncio.Event()
+    call = asyncio.ensure_future(mem.retrieve("deploy key rotation", trace=True))
+    await scored.wait()  # BM25 scored; the query embedding waits at the gate
+    await mem.delete(old.id)
+    new = await mem.add("lunch order for the team offsite")
+    assert mem._catalog.slot_of[new.id] == 0  # the forgotten item's slot
+    embedder.gate.set()
+    result = await call
+    rows = {c.id: c for c in result.trace}
+    assert old.id not in rows
+    assert new.id not in rows or rows[new.id].bm25 == 0.0  # not the old item's score
+    await mem.close()

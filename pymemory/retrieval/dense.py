@@ -155,16 +155,27 @@ class DenseIndex:
             self.vectors.apply_local(batch, keep=done.result)
             self._on_commit(done)
 
-    async def candidates(
-        self, query: str, depth: int
-    ) -> tuple[DenseHits | None, tuple[str, ...]]:
-        """The ``depth`` nearest items (and the cosine of any other), and notes for the
-        trace."""
+    def embed_query(self, query: str) -> asyncio.Task[np.ndarray] | None:
+        """Start embedding ``query`` (before queued background embedding and refinement),
+        so that the model works while the caller ranks by BM25; None for a blank query.
+        Pass the task to :meth:`candidates`, or cancel it."""
         if not query.strip():
+            return None
+        with urgent():  # the task runs in a copy of this context
+            return asyncio.ensure_future(self._embed_one(query))
+
+    async def _embed_one(self, query: str) -> np.ndarray:
+        return (await self.embedder.embed([query]))[0]
+
+    async def candidates(
+        self, embedding: asyncio.Task[np.ndarray] | None, depth: int
+    ) -> tuple[DenseHits | None, tuple[str, ...]]:
+        """The ``depth`` nearest items to the query :meth:`embed_query` is embedding (and
+        the cosine of any other), and notes for the trace."""
+        if embedding is None:
             return None, ()
         try:
-            with urgent():  # before queued background embedding and refinement
-                query_vec = (await self.embedder.embed([query]))[0]
+            query_vec = await embedding
         except Exception as exc:  # the model failing must not break retrieval
             log.exception("query embedding failed; BM25 only")
             return None, (f"dense retrieval failed ({type(exc).__name__}); ranked by BM25",)

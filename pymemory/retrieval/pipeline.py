@@ -77,6 +77,29 @@ class DenseHits:
 
 
 @dataclass(frozen=True)
+class LexicalSide:
+    """The BM25 side of one query, worked out ahead (while the query is being embedded);
+    it holds while the catalog's ``mutations`` count is unchanged."""
+
+    window: tuple[int, int] | None  # the time span a phrase in the query names
+    terms: list[str]
+    idf_mass: float
+    slots: np.ndarray  # every slot scoring above zero, ascending
+    scores: np.ndarray
+    mutations: int
+
+
+def lexical_side(catalog: Catalog, query: str, now_ms: int) -> LexicalSide:
+    window, terms = lexical_query(query, now_ms)
+    if terms:
+        slots, scores = catalog.index.scores(terms)
+        idf_mass = catalog.index.idf_mass(terms)
+    else:
+        slots, scores, idf_mass = np.zeros(0, np.int64), np.zeros(0), 0.0
+    return LexicalSide(window, terms, idf_mass, slots, scores, catalog.mutations)
+
+
+@dataclass(frozen=True)
 class ScoredMemory:
     """An injected memory: ``score = relevance x decay x feedback_weight x time_match``,
     ``relevance = dense_part + lexical_part``."""
@@ -280,17 +303,21 @@ def retrieve(
     dense: DenseHits | None = None,
     notes: tuple[str, ...] = (),
     condense_to_fit: bool = True,
+    lexical: LexicalSide | None = None,
 ) -> Retrieval:
     """Rank and trim. ``dense`` is the nearest items by embedding (and the cosine of any
     other); with it BM25 and dense are fused (``plan.fusion``). ``condense_to_fit``: an
     item over the remaining budget may go in condensed. A time phrase in the query
-    ("last Friday") sets ``window`` and is left out of the BM25 terms."""
-    window, terms = lexical_query(query, now_ms)
+    ("last Friday") sets ``window`` and is left out of the BM25 terms. ``lexical``: the
+    BM25 side from :func:`lexical_side` at ``now_ms``, used if the catalog has not changed
+    since."""
+    if lexical is None or lexical.mutations != catalog.mutations:
+        lexical = lexical_side(catalog, query, now_ms)
+    window, terms, idf_mass = lexical.window, lexical.terms, lexical.idf_mass
     cosine: np.ndarray | None = None
-    idf_mass = catalog.index.idf_mass(terms) if terms else 0.0
     if dense is not None:
         mode = "hybrid"
-        lex_slots, lex = catalog.index.scores(terms) if terms else (np.zeros(0, int), np.zeros(0))
+        lex_slots, lex = lexical.slots, lexical.scores
         slots = np.union1d(lex_slots.astype(np.int64), dense.slots.astype(np.int64))
         bm25 = np.zeros(len(slots))
         bm25[np.searchsorted(slots, lex_slots)] = lex
@@ -301,8 +328,7 @@ def retrieve(
             cosine[unknown] = dense.cosine_of(slots[unknown])
     elif terms:
         mode = "bm25"
-        slots, bm25 = catalog.index.scores(terms)
-        slots = slots.astype(np.int64, copy=False)
+        slots, bm25 = lexical.slots.astype(np.int64, copy=False), lexical.scores
     else:
         mode = "recency"
         slots = catalog.live_slots()
