@@ -61,10 +61,11 @@ async function download(url, fetchFn, onProgress) {
 /**
  * The bytes of `url`: { bytes, type, source: "cache" | "network", size, sha256, verified,
  * replaced, ms }. Options: cacheName (null: no cache), expect ({ sha256, size } or null),
- * onProgress(loaded, total), fetchFn.
+ * onProgress(loaded, total), fetchFn, storeLater (true: return a download's bytes before
+ * they are cached, with `stored`: a promise of the cacheError, undefined once cached).
  */
 export async function readCached(url, options = {}) {
-  const { cacheName = null, expect = null, onProgress, fetchFn = fetch } = options;
+  const { cacheName = null, expect = null, onProgress, fetchFn = fetch, storeLater = false } = options;
   const t0 = performance.now();
   const cache = cacheName ? await openCache(cacheName) : null;
   const record = { url, source: "network", size: 0, sha256: null, verified: !!expect };
@@ -77,7 +78,8 @@ export async function readCached(url, options = {}) {
       onProgress?.(bytes.byteLength, bytes.byteLength);
       const type = hit.headers.get("content-type") ?? "application/octet-stream";
       Object.assign(record, { source: "cache", size: bytes.byteLength, sha256: hash });
-      return { bytes, type, ...record, ms: performance.now() - t0 };
+      const done = { bytes, type, ...record, ms: performance.now() - t0 };
+      return storeLater ? { ...done, stored: Promise.resolve() } : done;
     }
     record.replaced = hash === stored ? "stale" : "corrupt";
     await cache.delete(url);
@@ -90,20 +92,22 @@ export async function readCached(url, options = {}) {
         `${expect.size ?? "?"} bytes with sha256 ${expect.sha256}`,
     );
   }
+  let stored = Promise.resolve();
   if (cache) {
     const headers = {
       "content-type": type,
       "content-length": String(bytes.byteLength),
       "x-pymemory-sha256": hash,
     };
-    try {
-      await cache.put(url, new Response(bytes, { headers }));
-    } catch (err) {
-      record.cacheError = String(err?.message ?? err); // quota: still usable this time
-    }
+    stored = cache.put(url, new Response(bytes, { headers })).then(
+      () => undefined,
+      (err) => (record.cacheError = String(err?.message ?? err)), // quota: still usable this time
+    );
+    if (!storeLater) await stored;
   }
   Object.assign(record, { size: bytes.byteLength, sha256: hash });
-  return { bytes, type, ...record, ms: performance.now() - t0 };
+  const done = { bytes, type, ...record, ms: performance.now() - t0 };
+  return storeLater ? { ...done, stored } : done;
 }
 
 /**

@@ -24,8 +24,13 @@ import * as tiktoken from "./tiktoken.mjs";
 let api = null; // the Python RpcApi
 // The o200k_base ranks, parsed while the rest boots. Python counts tokens synchronously
 // (JsTokenCounter), so every call waits for them: `ready` does not, which keeps the parse
-// off the boot's critical path with every count exact.
+// off the boot's critical path with every count exact. The ranks download from the boot's
+// start; their parse (0.1-0.4 s of this thread, which loadPyodide keeps busy) waits until
+// after `ready`: for the first call that needs them, the end of the first call (the
+// client's `open`) or TOKENS_IDLE_MS, whichever comes first.
 let tokensReady = null;
+let parseTokens = () => {}; // starts the ranks' parse
+const TOKENS_IDLE_MS = 1000;
 let tokensFailed = null;
 let ort = modelWorker; // the inference bridge Python uses
 let booting = null;
@@ -91,18 +96,30 @@ function onFile(url, loaded, total, source) {
 // Pyodide fetches its core files and packages with the global fetch: route those under
 // `prefixes` through Cache Storage so a second visit reads them locally (and offline).
 // Returns the network fetch, and prefetch(url): start reading a file Pyodide will ask for
-// later (the wheels, while loadPyodide runs), so its fetch finds it read.
+// later (the wheels, while loadPyodide runs), so its fetch finds it read; and settled():
+// wait until the files Pyodide got before they were cached are (see read).
 function cacheFetches(prefixes, cacheName, expected, progress = onFile) {
   const network = globalThis.fetch.bind(globalThis);
   const early = new Map(); // url -> the read prefetch started
+  const storing = new Set(); // cache writes of files already handed to Pyodide
+  // A file with nothing to check (Pyodide's own; the wheels have a sha256) is handed on
+  // before it is cached: the cache write (~0.1 s for the WebAssembly) would delay its
+  // compile. `ready` waits for those writes (settled()).
   const read = async (url) => {
     let source = "network";
+    const expect = expected.get(url) ?? null;
     const got = await readCached(url, {
       cacheName,
-      expect: expected.get(url) ?? null,
+      expect,
       fetchFn: network,
       onProgress: (loaded, total) => progress(url, loaded, total, source),
+      storeLater: !expect,
     });
+    if (got.stored) {
+      storing.add(got.stored);
+      got.stored.finally(() => storing.delete(got.stored));
+      delete got.stored; // not for postMessage
+    }
     source = got.source;
     progress(url, got.size, got.size, got.source);
     return got;
@@ -117,12 +134,58 @@ function cacheFetches(prefixes, cacheName, expected, progress = onFile) {
     if (pending) progress(url, got.size, got.size, got.source); // now in its own phase
     return new Response(got.bytes, { headers: { "content-type": got.type } });
   };
+  // Downloads to prefetch run in a helper instance of this file: this thread is busy
+  // through most of loadPyodide, and would read, check and cache the wheels only after it.
+  // A cached wheel (a repeat visit) is read here: that is quicker than starting the helper.
+  let helper = null;
+  const waiting = new Map(); // url -> { resolve, reject } of a prefetch the helper runs
+  const cached = async (url) => {
+    try {
+      return !!(await (await caches.open(cacheName)).match(url));
+    } catch {
+      return false; // no Cache Storage: readCached downloads
+    }
+  };
+  const helped = async (url) => ((await cached(url)) ? read(url) : viaHelper(url));
+  const viaHelper = (url) => {
+    if (helper === null) {
+      try {
+        helper = new Worker(import.meta.url, { type: "module", name: "pymemory-prefetch" });
+      } catch {
+        helper = false;
+      }
+      if (helper) {
+        helper.onmessage = ({ data }) => {
+          if (data?.op === "progress") return progress(data.url, data.loaded, data.total, data.source);
+          const wait = waiting.get(data?.url);
+          if (data?.op !== "prefetched" || !wait) return;
+          waiting.delete(data.url);
+          if (data.ok) wait.resolve(data.got);
+          else wait.reject(new Error(data.error));
+          if (waiting.size) return;
+          helper.terminate(); // its work is done: a later prefetch starts another
+          helper = null;
+        };
+        helper.onerror = (event) => {
+          event.preventDefault?.();
+          for (const [u, wait] of waiting) wait.resolve(read(u)); // on this thread after all
+          waiting.clear();
+        };
+      }
+    }
+    if (!helper) return read(url);
+    return new Promise((resolve, reject) => {
+      waiting.set(url, { resolve, reject });
+      helper.postMessage({ op: "prefetch", url, cacheName, expect: expected.get(url) ?? null });
+    });
+  };
   const prefetch = (url) => {
-    const pending = read(url);
+    const pending = helped(url);
     pending.catch(() => {}); // its fetch reports a failure; unused, it is dropped
     early.set(url, pending);
   };
-  return { network, prefetch };
+  const settled = () => Promise.allSettled([...storing]);
+  return { network, prefetch, settled };
 }
 
 async function readManifest(url, network) {
@@ -154,17 +217,19 @@ async function boot(options) {
     models: folder(assets.models, "models"),
   };
   report({ phase: "runtime", progress: 0.05, assets: urls });
-  tokensReady = loadTokens(urls.tiktoken, t0);
+  tokensReady = loadTokens(urls.tiktoken, t0, new Promise((resolve) => (parseTokens = resolve)));
+  // The wheels' manifest, first thing too: the wheels download while Pyodide starts.
+  const manifestRead = readManifest(`${urls.wheels}manifest.json`, globalThis.fetch.bind(globalThis));
+  manifestRead.catch(() => {}); // awaited below
   const pyodideModule = `${urls.pyodide}pyodide.mjs`;
   const { loadPyodide, version } = await import(pyodideModule).catch((err) => {
     throw new Error(`cannot load Pyodide from ${pyodideModule}: ${err?.message ?? err}`);
   });
   const expected = new Map();
   const cacheName = `pymemory-runtime-${version}`;
-  const { network, prefetch } = cacheFetches([urls.pyodide, urls.wheels], cacheName, expected);
+  const { prefetch, settled } = cacheFetches([urls.pyodide, urls.wheels], cacheName, expected);
   const wheels = [];
-  // The wheels download while Pyodide starts.
-  const manifestReady = readManifest(`${urls.wheels}manifest.json`, network).then((manifest) => {
+  const manifestReady = manifestRead.then((manifest) => {
     for (const [key, hash] of [["numpy", "numpy_sha256"], ["pymemory", "sha256"]]) {
       if (!manifest[key]) continue; // no numpy beside the wheel: Pyodide's own from indexURL
       const url = new URL(manifest[key], urls.wheels).href;
@@ -210,9 +275,10 @@ async function boot(options) {
   // Background work (the summarizer rewriting an item) tells the pages, so hooks refresh.
   api.on_change = (db, kind, itemId) => post({ op: "change", db, kind, itemId });
   reserveBytes = options.storageReserveBytes ?? browser.DEFAULT_RESERVE_BYTES;
-  const storage = await measureStorage();
+  const [storage] = await Promise.all([measureStorage(), settled()]); // Pyodide's files cached
   if (tokensFailed) throw tokensFailed;
   report({ phase: "ready", progress: 1, ready: true, bootMs: performance.now() - t0, storage });
+  setTimeout(parseTokens, TOKENS_IDLE_MS);
   if (useSnapshot && status.snapshot !== "restored") {
     const delay = options.snapshotDelayMs ?? SNAPSHOT_DELAY_MS;
     setTimeout(() => saveSnapshot(urls.pyodide, cacheName), delay);
@@ -316,13 +382,30 @@ function saveSnapshot(indexURL, cacheName) {
     });
 }
 
+// In the prefetch helper: read a file through Cache Storage, bytes back to the boot.
+async function prefetchFile({ url, cacheName, expect }) {
+  try {
+    let source = "network";
+    const got = await readCached(url, {
+      cacheName,
+      expect,
+      onProgress: (loaded, total) => post({ op: "progress", url, loaded, total, source }),
+    });
+    source = got.source;
+    self.postMessage({ op: "prefetched", url, ok: true, got }, [got.bytes.buffer]);
+  } catch (err) {
+    post({ op: "prefetched", url, ok: false, error: String(err?.message ?? err) });
+  }
+}
+
 // In the snapshot worker: load Pyodide from the files the boot cached, snapshot, store.
 async function makeSnapshot({ indexURL, cacheName }) {
   try {
     const { loadPyodide } = await import(`${indexURL}pyodide.mjs`);
-    cacheFetches([indexURL], cacheName, new Map(), () => {});
+    const { settled } = cacheFetches([indexURL], cacheName, new Map(), () => {});
     const pyodide = await loadPyodide({ indexURL, _makeSnapshot: true });
     const bytes = pyodide.makeMemorySnapshot();
+    await settled(); // the files it read, if it had to download them, cached
     const source = await snapshotSource(indexURL, cacheName);
     if (source === null) throw new Error("the Pyodide files are not in Cache Storage");
     await storeInCache(snapshotUrl(indexURL), bytes, cacheName, { "x-pymemory-made-from": source });
@@ -360,8 +443,8 @@ async function refreshStorage() {
 
 // The ranks' load, timed (status.tokensMs: from the boot's start). A failure fails the
 // worker loudly: budgets are never counted with anything but o200k_base.
-function loadTokens(url, t0) {
-  const loading = tiktoken.init(url).then(() => {
+function loadTokens(url, t0, parseAfter) {
+  const loading = tiktoken.init(url, { parseAfter }).then(() => {
     report({ tokensMs: Math.round(performance.now() - t0) });
   });
   loading.catch((err) => {
@@ -391,7 +474,10 @@ async function call(id, db, method, params, unlock) {
   try {
     // Any call but `open` (the client's `ready`) may count tokens: budgets, blocks, the
     // assembler. A count before the ranks are parsed would throw, never guess.
-    if (method !== "open") await tokensReady;
+    if (method !== "open") {
+      parseTokens();
+      await tokensReady;
+    }
   } catch {
     return { ok: false, error: { code: "boot_failed", message: tokensFailed.message } };
   }
@@ -406,6 +492,7 @@ async function call(id, db, method, params, unlock) {
   const progress = (done, total) => post({ op: "progress", id, done, total });
   const t0 = performance.now();
   const answer = JSON.parse(await api.call(db, method, json, progress, unlock ?? undefined));
+  parseTokens(); // after the first call: the client's `open`, answered without them
   answer.ms = performance.now() - t0; // time spent in the worker, for benchmarks
   return answer;
 }
@@ -421,6 +508,7 @@ self.onmessage = async ({ data }) => {
     }
     else if (op === "modelStats") reply = { ok: true, result: await ort.stats() };
     else if (op === "snapshot") return post({ op: "snapshotted", ...(await makeSnapshot(data)) });
+    else if (op === "prefetch") return prefetchFile(data);
     else reply = { ok: false, error: { code: "unknown_method", message: `unknown op ${op}` } };
   } catch (err) {
     reply = { ok: false, error: { code: "internal", message: String(err?.message ?? err) } };

@@ -27,7 +27,6 @@ from ..item import MAX_JSON_DEPTH, check_json_depth
 from ..memory import ImportResult, Memory
 from ..models.embedding import EmbedderUnavailableError, HashingEmbedder
 from ..storage import KvBackend
-from ..storage.conformance import run_conformance
 from ..storage.encrypted import DEFAULT_ITERATIONS, KEYRING_KEY, EncryptedKv
 from .params import _params, _py
 from .wire import archived_js, item_js, retrieval_js, stats_js
@@ -506,6 +505,8 @@ class RpcApi:
             kv = await (self._kv_factory(name) if unlock is None else self._locked_kv(name, unlock))
             made.append(kv)
             return kv
+
+        from ..storage.conformance import run_conformance  # diagnostics only: not at boot
 
         results = await run_conformance(factory)
         for kv in made:

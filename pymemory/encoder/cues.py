@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
-from .sentences import _Unit, _word_set
+from .sentences import _compile, _Unit, _word_set
 
 # --------------------------------------------------------------------------------------
 # Pleasantries and filler
@@ -81,27 +82,27 @@ _MAX_PLEASANTRY_CHARS = 160  # a longer unit is never a mere pleasantry
 _HUMAN_TYPES = ("message", "user_feedback", "user_preference")
 
 
-def _sequence_of(patterns: Iterable[str]) -> re.Pattern[str]:
+def _sequence_of(patterns: Iterable[str]) -> Any:
     """Matches one or more of ``patterns`` in a row, then up to two names ("Thanks, Bob")."""
     item = "(?>" + "|".join(f"(?:{p})" for p in patterns) + ")"
-    return re.compile(f"{item}(?:[\\W_]*{item})*+{_NAMES}", re.IGNORECASE | re.DOTALL)
+    return _compile(f"{item}(?:[\\W_]*{item})*+{_NAMES}", re.IGNORECASE | re.DOTALL)
 
 
 # A sign-off, and the lone name that may follow it as the last line ("Best regards,\nTom").
-_SIGN_OFF = re.compile(
+_SIGN_OFF = _compile(
     r"(?:many )?thanks|thank you|cheers|(?:best|kind|warm) regards|regards|best(?: wishes)?"
     r"|sincerely|yours(?: truly| sincerely)?|take care|talk soon",
     re.IGNORECASE,
 )
-_SIGNATURE = re.compile(r"[A-Z][\w'-]*(?: [A-Z][\w'-]*)?[.!]?")
+_SIGNATURE = _compile(r"[A-Z][\w'-]*(?: [A-Z][\w'-]*)?[.!]?")
 _PLEASANTRY = _sequence_of(_PLEASANTRIES)
 _PLEASANTRY_OR_ACK = _sequence_of(_PLEASANTRIES + _ACKS_EVALUATIVE)
-_SOFT_PLEASANTRY = re.compile(
+_SOFT_PLEASANTRY = _compile(
     "|".join(f"(?:{p})" for p in _SOFT_PLEASANTRIES), re.IGNORECASE | re.DOTALL
 )
 
 # A pleasantry opening a unit that goes on with something else: "Hi John, can you ...".
-_PLEASANTRY_PREFIX = re.compile(
+_PLEASANTRY_PREFIX = _compile(
     r"^(?:(?:" + _GREETING + _NAME + r")|" + _THANKS + r"|ok|okay|so|well|oh|um+|uh+|hmm+"
     r"|sorry|alright|anyway|btw|by the way)(?:\s*[,!:;]\s*|\s+[—–-]\s+)(?=\S)"
     r"|^(?:你好|您好|嗨|哈喽|大家好|早上好|下午好|晚上好|谢谢|多谢|不好意思|抱歉|打扰一下|打扰了"
@@ -109,7 +110,7 @@ _PLEASANTRY_PREFIX = re.compile(
     re.IGNORECASE,
 )
 # ... or closing it: "Could you check this, thanks!".
-_PLEASANTRY_SUFFIX = re.compile(
+_PLEASANTRY_SUFFIX = _compile(
     r"(?:\s*[,，、;；]\s*|\s+|(?<=[\u4e00-\u9fff]))"
     r"(?:thanks|thank you|thx|cheers|谢谢(?:你|您|啦|了)?|多谢|辛苦了|麻烦(?:你|您)了)"
     r"(?:\s+(?:so|very) much|\s+a lot|\s+in advance)?[\s!！.。~～]*$",
@@ -119,25 +120,25 @@ _PLEASANTRY_SUFFIX = re.compile(
 # Filler words: removed only between spaces and never right after a negation or before a
 # number ("not just", "just 5 minutes" stay).
 _FILLER_WORDS_EN = _word_set("basically actually literally honestly essentially really just")
-_FILLER_EN = re.compile(
+_FILLER_EN = _compile(
     r"(?:(?<=\s)|^)(?:" + "|".join(sorted(_FILLER_WORDS_EN)) + r")(?:,\s*|\s+)(?=[^\W\d_])",
     re.IGNORECASE,
 )
 _MAX_WORD_CHARS = 24  # how far back to look for a negation before a filler word
 _NEGATIONS_EN = _word_set("not no never nothing nobody none nor neither without hardly")
 # Hedges opening a unit: "I think that we should ..." -> "we should ...".
-_HEDGE_THAT = re.compile(
+_HEDGE_THAT = _compile(
     r"^i (?:think|believe|guess|feel) that\s+"
     r"(?!(?:is|was|would|will|should|could|might|can|does|did|has|had|sounds|seems|looks"
     r"|works|makes)\b)",
     re.IGNORECASE,
 )
-_HEDGE = re.compile(
+_HEDGE = _compile(
     r"^(?:i (?:think|believe|guess)\s+(?=(?:we|it|they|you|this|that|the|there|he|she|i|my"
     r"|our|your|its|maybe|a|an)\b)|i mean,\s*|i guess,\s*)",
     re.IGNORECASE,
 )
-_FILLER_ZH = re.compile(
+_FILLER_ZH = _compile(
     r"其实|(?:^|(?<=[，,。！？；\s]))(?:那个|嗯|呃|啊|就是说|说实话|老实说|说白了)[，,、…\s]+"
 )
 
@@ -180,7 +181,7 @@ _STEP_CUES = (
     "之后", "最后", "步骤",
 )  # fmt: skip
 # Ordinals are steps only when they open a unit ("Third, ..." but not "the third floor").
-_STEP_OPENERS = re.compile(
+_STEP_OPENERS = _compile(
     r"^(?:[-*•+]\s*|\d+[.)]\s*)?(?:first|firstly|second|secondly|third|thirdly|next|finally"
     r"|lastly)\b"
 )
@@ -221,11 +222,11 @@ _DATE_CUES = (
     "今天", "明天", "后天", "昨天", "今晚", "下周", "上周", "本周", "周[一二三四五六日天]",
     "星期[一二三四五六日天]", r"(?<!\d)\d+\s*[年月日号点]",
 )  # fmt: skip
-_DIGIT = re.compile(r"\d")
-_LINK = re.compile(r"https?://|www\.|\w@\w|(?<![\w-])[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b(?!\.\w)")
-_PROPER_NOUN = re.compile(r"(?<=\S )(?!I\b|I')[A-Z][\w-]*")
-_COPULA = re.compile(r"\b(?:is|are|was|were)\b|是")
-_QUESTION = re.compile(r"[?？]|吗")
+_DIGIT = _compile(r"\d")
+_LINK = _compile(r"https?://|www\.|\w@\w|(?<![\w-])[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b(?!\.\w)")
+_PROPER_NOUN = _compile(r"(?<=\S )(?!I\b|I')[A-Z][\w-]*")
+_COPULA = _compile(r"\b(?:is|are|was|were)\b|是")
+_QUESTION = _compile(r"[?？]|吗")
 
 # Imperatives: a unit starting with one of these verbs is a request ("Convert the file.").
 _IMPERATIVE_VERBS = _word_set(
@@ -235,10 +236,10 @@ _IMPERATIVE_VERBS = _word_set(
     "review compare draft prepare cancel reply tell give put save export import upload "
     "download merge revert ignore replace include exclude sort filter format clean"
 )
-_FIRST_WORD = re.compile(r"^(?:[-*•+]\s*|\d+[.)]\s*)?([A-Za-z]+)\b")
+_FIRST_WORD = _compile(r"^(?:[-*•+]\s*|\d+[.)]\s*)?([A-Za-z]+)\b")
 
 
-def _cue_pattern(cues: Iterable[str]) -> re.Pattern[str]:
+def _cue_pattern(cues: Iterable[str]) -> Any:
     """One regex for a cue table: English cues on word boundaries, Chinese ones anywhere."""
     cues = tuple(cues)
     english = [c for c in cues if c.isascii() and not c.startswith(r"\d")]
@@ -248,10 +249,10 @@ def _cue_pattern(cues: Iterable[str]) -> re.Pattern[str]:
         parts.append(r"\b(?:" + "|".join(english) + r")\b")
     if other:
         parts.append("|".join(other))
-    return re.compile("|".join(parts))
+    return _compile("|".join(parts))
 
 
-_CATEGORIES: dict[str, re.Pattern[str]] = {
+_CATEGORIES: dict[str, Any] = {
     "request": _cue_pattern(_REQUEST_CUES),
     "decision": _cue_pattern(_DECISION_CUES),
     "preference": _cue_pattern(_PREFERENCE_CUES),

@@ -3,7 +3,33 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+
+class _Lazy:
+    """A regex compiled on its first use, not at import: compiling the encoder's patterns
+    was most of its modules' import time, paid by every boot of the browser worker before
+    any text is encoded. After the first use its methods are the compiled pattern's own."""
+
+    _METHODS = ("search", "match", "fullmatch", "sub", "subn", "finditer", "findall", "split")
+
+    def __init__(self, build: Callable[[], re.Pattern[str]]) -> None:
+        self._build = build
+
+    def __getattr__(self, name: str) -> Any:  # the methods only until the first use
+        pattern = self.__dict__.get("_pattern")
+        if pattern is None:
+            pattern = self._pattern = self._build()
+            for method in self._METHODS:
+                setattr(self, method, getattr(pattern, method))
+        return getattr(pattern, name)
+
+
+def _compile(pattern: str, flags: int = 0) -> Any:
+    """``re.compile(pattern, flags)`` on first use (see _Lazy)."""
+    return _Lazy(lambda: re.compile(pattern, flags))
+
 
 # --------------------------------------------------------------------------------------
 # Character classes and sentence punctuation
@@ -16,13 +42,13 @@ _CJK = (
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
     "\U00020000-\U0003134f"
 )
-_CJK_CHAR = re.compile(f"[{_CJK}]")
+_CJK_CHAR = _compile(f"[{_CJK}]")
 _CJK_TERMINATORS = "。！？；"
 _CLOSERS = "\"'”’)]」』）】"
 # A run of sentence punctuation and the quotes/brackets closing right after it.
-_TERMINATOR_RUN = re.compile(f"(?:[.!?…]+|[{_CJK_TERMINATORS}]+)[{re.escape(_CLOSERS)}]*")
+_TERMINATOR_RUN = _compile(f"(?:[.!?…]+|[{_CJK_TERMINATORS}]+)[{re.escape(_CLOSERS)}]*")
 # Punctuation that ends a clause inside a sentence too long to keep whole.
-_CLAUSE_RUN = re.compile(r"[,;:]+(?= )|[，；：、]+")
+_CLAUSE_RUN = _compile(r"[,;:]+(?= )|[，；：、]+")
 _CLAUSE_PUNCTUATION = ",;:，；：、"
 # Punctuation after which a unit may be glued to the next one without a space.
 _GLUE_AFTER = "。！？；，、：…」』）】"
@@ -50,20 +76,20 @@ _SENTENCE_END = ".!?…:" + _CJK_TERMINATORS
 _FENCES = ("```", "~~~")
 _MIN_WRAPPED_LINE = 40  # a shorter line was ended on purpose, not wrapped
 _TRACEBACK_HEADER = "Traceback (most recent call last)"
-_EXCEPTION_LINE = re.compile(
+_EXCEPTION_LINE = _compile(
     r"(?:(?i:uncaught|unhandled|fatal)\s+)?(?:[A-Za-z_][\w$]*\.)*[A-Za-z_]*"
     r"(?:Error|Exception|Warning|Exit|Interrupt|Fault|Panic)(?::.*)?"
 )
 # Stack frames and traceback chatter: dropped outright.
-_NOISE_LINE = re.compile(
+_NOISE_LINE = _compile(
     r'\s*File ".*", line \d+'
     r"|\s+at\s.*:\d+"
     r"|\s+\.\.\. \d+ more"
     r"|During handling of the above exception"
     r"|The above exception was the direct cause"
 )
-_CODE_HEADER = re.compile(r"#!|#\s*-\*-|Traceback \(most recent call last\)")
-_CODE_COMMENT = re.compile(r"#\s|#$|//|/\*|\*|--\s|<!--")
+_CODE_HEADER = _compile(r"#!|#\s*-\*-|Traceback \(most recent call last\)")
+_CODE_COMMENT = _compile(r"#\s|#$|//|/\*|\*|--\s|<!--")
 _CODE_BONUS = 1
 _EXCEPTION_BONUS = 4
 
