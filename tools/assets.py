@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -142,6 +143,8 @@ def build_wheel(python: str, dest: Path = WHEELS) -> Path:
         [python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
          "--disable-pip-version-check", "-w", str(dest), str(ROOT)],
         check=True,
+        # Fixed zip timestamps (bdist_wheel honours it): the same sources give the same bytes.
+        env={"SOURCE_DATE_EPOCH": "315532800", **os.environ},
     )  # fmt: skip
     (wheel,) = dest.glob(WHEEL_GLOB)
     with zipfile.ZipFile(wheel) as zf:
@@ -154,14 +157,125 @@ def build_wheel(python: str, dest: Path = WHEELS) -> Path:
         if ranks.hexdigest() != O200K_TIKTOKEN_SHA256:
             wheel.unlink()
             raise AssetError("the o200k_base ranks in the wheel are not the pinned file")
-    manifest = {"pymemory": wheel.name, "sha256": sha256(wheel)}
     # Pyodide's numpy wheel beside ours, so the worker loads both by URL from one folder
     # (the npm package has no numpy next to Pyodide's core).
-    for numpy in (VENDOR / "pyodide").glob("numpy-*.whl"):
-        shutil.copy2(numpy, dest / numpy.name)
+    numpys = [shutil.copy2(n, dest / n.name) for n in (VENDOR / "pyodide").glob("numpy-*.whl")]
+    # Both wheels ship .py only: without bytecode Pyodide compiles every module on each
+    # first visit (~0.6 s). Add pycs compiled by Pyodide's own CPython (same names).
+    precompile_wheels([wheel, *map(Path, numpys)])
+    manifest = {"pymemory": wheel.name, "sha256": sha256(wheel)}
+    for numpy in map(Path, numpys):
         manifest.update(numpy=numpy.name, numpy_sha256=sha256(numpy))
     (dest / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return wheel
+
+
+PYODIDE = VENDOR / "pyodide"
+PRECOMPILE = ROOT / "tools" / "precompile.mjs"
+PYC_DATE = (1980, 1, 1, 0, 0, 0)  # fixed zip timestamps: same wheel in, same bytes out
+
+
+def _installed_module(name: str) -> bool:
+    """A .py member a wheel installs into site-packages (not metadata, not .data)."""
+    top = name.split("/", 1)[0]
+    return name.endswith(".py") and not top.endswith((".dist-info", ".data"))
+
+
+def precompile_wheels(wheels: list[Path]) -> None:
+    """Add ``__pycache__/*.cpython-312.pyc`` (unchecked-hash, so used whatever the source
+    mtime) for every module of each wheel, compiled under Node by the vendored Pyodide's
+    own CPython (tools/precompile.mjs), and list them in the wheel's RECORD. The wheels
+    are rewritten in place under the same names; every other entry keeps its bytes and
+    its RECORD line. Fails with AssetError: no silent fallback to .py-only wheels."""
+    import tempfile
+
+    node = shutil.which("node")
+    if not node:
+        raise AssetError("node (Node.js >= 18) is needed to precompile the wheels for Pyodide")
+    if not (PYODIDE / "pyodide.mjs").exists():
+        raise AssetError(f"no Pyodide in {PYODIDE}: run build.py setup (fetches the assets)")
+    with tempfile.TemporaryDirectory(prefix="pymemory-pyc-") as tmp:
+        src, out = Path(tmp) / "src", Path(tmp) / "out"
+        for i, wheel in enumerate(wheels):
+            with zipfile.ZipFile(wheel) as zf:
+                if any(n.endswith(".pyc") for n in zf.namelist()):
+                    raise AssetError(f"{wheel.name} already holds .pyc files")
+                for name in filter(_installed_module, zf.namelist()):
+                    target = src / str(i) / name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(zf.read(name))
+        try:
+            done = subprocess.run(
+                [node, str(PRECOMPILE), str(PYODIDE), str(src), str(out)],
+                capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise AssetError(f"precompiling the wheels under Node failed: {exc}") from exc
+        if done.returncode:
+            raise AssetError(
+                f"precompiling the wheels under Node failed ({done.returncode}):\n"
+                f"{done.stderr[-4000:]}"
+            )
+        info = json.loads(done.stdout.strip().splitlines()[-1])
+        for i, wheel in enumerate(wheels):
+            _add_pycs(wheel, out / str(i), info["cache_tag"], bytes.fromhex(info["magic"]))
+
+
+def _add_pycs(wheel: Path, pycs: Path, cache_tag: str, magic: bytes) -> None:
+    import base64
+
+    with zipfile.ZipFile(wheel) as zf:
+        infos = zf.infolist()
+        entries = [(i, zf.read(i)) for i in infos]
+    added = []
+    for info in infos:
+        if not _installed_module(info.filename):
+            continue
+        folder, _, stem = info.filename.rpartition("/")
+        name = f"{folder}/__pycache__/{stem[:-3]}.{cache_tag}.pyc".lstrip("/")
+        path = pycs / name
+        if not path.is_file():
+            raise AssetError(f"{wheel.name}: no bytecode was compiled for {info.filename}")
+        data = path.read_bytes()
+        # Header: the magic of Pyodide's CPython, flags 0b01 (hash-based, unchecked).
+        if data[:4] != magic or int.from_bytes(data[4:8], "little") != 1:
+            raise AssetError(f"{wheel.name}: {name} is not an unchecked-hash pyc")
+        added.append((name, data))
+    records = [i for i, _ in entries if i.filename.endswith(".dist-info/RECORD")]
+    if len(records) != 1:
+        raise AssetError(f"{wheel.name} has {len(records)} RECORD files")
+    (record,) = records
+    text = dict(entries)[record].decode()
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += newline
+    own = next((k for k, line in enumerate(lines) if line.startswith(f"{record.filename},")),
+               len(lines))  # fmt: skip
+    for name, data in added:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        lines.insert(own, f"{name},sha256={digest},{len(data)}{newline}")
+        own += 1
+    first_meta = next(
+        (k for k, (i, _) in enumerate(entries) if i.filename.split("/", 1)[0].endswith(
+            (".dist-info", ".data"))),
+        len(entries),
+    )  # fmt: skip
+    new_entries = []
+    for name, data in added:
+        info = zipfile.ZipInfo(name, date_time=PYC_DATE)
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.external_attr = 0o100644 << 16
+        new_entries.append((info, data))
+    entries[first_meta:first_meta] = new_entries
+    pyc_names = {name for name, _ in added}
+    tmp = wheel.with_name(wheel.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w") as zf:
+        for info, data in entries:
+            if info is record:
+                data = "".join(lines).encode()
+            zf.writestr(info, data, compresslevel=9 if info.filename in pyc_names else None)
+    tmp.replace(wheel)
 
 
 def fetch_all(python: str = sys.executable) -> None:
