@@ -26,16 +26,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import functools
 import json
 import os
 import shutil
 import statistics
 import sys
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -45,34 +42,7 @@ from bench_open import base  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from pymemory import Memory  # noqa: E402
-from tools.assets import VENDOR, WHEELS  # noqa: E402
-
-PAGE = """<!doctype html><meta charset="utf-8"><script type="module">
-  const worker = new Worker("./worker.mjs", { type: "module" });
-  const ready = new Promise((resolve) => {
-    worker.addEventListener("message", (e) => e.data.ready && resolve(), { once: true });
-  });
-  window.python = async (code) => {
-    await ready;
-    return new Promise((resolve) => {
-      worker.addEventListener("message", (e) => resolve(e.data), { once: true });
-      worker.postMessage(code);
-    });
-  };
-</script>"""
-
-WORKER = """import { loadPyodide } from "./pyodide/pyodide.mjs";
-const pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", import.meta.url).href });
-await pyodide.loadPackage(["numpy", new URL("./WHEEL", import.meta.url).href]);
-self.onmessage = async ({ data }) => {
-  try {
-    self.postMessage({ ok: true, result: String(await pyodide.runPythonAsync(data)) });
-  } catch (e) {
-    self.postMessage({ ok: false, error: String(e) });
-  }
-};
-self.postMessage({ ready: true });
-"""
+from tools.app_site import WORKER_PAGE, serve_app  # noqa: E402
 
 SETUP = """
 import asyncio, json, time
@@ -132,31 +102,6 @@ json.dumps(await once("CONFIG"))
 """
 
 
-class StaticFiles(SimpleHTTPRequestHandler):
-    extensions_map: ClassVar[dict[str, str]] = {
-        **SimpleHTTPRequestHandler.extensions_map,
-        ".mjs": "text/javascript",
-        ".wasm": "application/wasm",
-    }
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-def serve(folder: Path) -> tuple[ThreadingHTTPServer, str]:
-    wheel = json.loads((WHEELS / "manifest.json").read_text())["pymemory"]
-    (folder / "pyodide").symlink_to(VENDOR / "pyodide", target_is_directory=True)
-    (folder / wheel).symlink_to(WHEELS / wheel)
-    (folder / "index.html").write_text(PAGE)
-    (folder / "worker.mjs").write_text(WORKER.replace("WHEEL", wheel))
-    server = ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(StaticFiles, directory=str(folder))
-    )
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}/index.html"
-
-
 def python(page: Any, code: str) -> dict:
     answer = page.evaluate("(code) => window.python(code)", code)
     if not answer["ok"]:
@@ -179,7 +124,7 @@ def run(args: argparse.Namespace) -> dict:
     folder = ROOT / ".cache" / "bench_open" / "site"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    server, url = serve(folder)
+    server, base_url = serve_app(folder, {"index.html": WORKER_PAGE})
     for n in args.sizes:  # before Playwright, whose sync API keeps an event loop here
         (folder / f"open-{n}.jsonl").write_text(asyncio.run(export_of(n, folder)))
     rows = []
@@ -189,7 +134,7 @@ def run(args: argparse.Namespace) -> dict:
         context = browser.new_context()
         context.set_default_timeout(3_600_000)
         page = context.new_page()
-        page.goto(url)
+        page.goto(f"{base_url}/index.html")
         python(page, SETUP + "json.dumps(1)")
         for n in args.sizes:
             db = f"open-{n}"

@@ -1,4 +1,7 @@
-"""Shared test helpers: a settable clock and time constants."""
+"""Shared test helpers: a settable clock, time constants, memories on one SQLite file."""
+
+from pymemory import Memory
+from pymemory.storage import SqliteKv
 
 T0 = 1_780_000_000_000  # a fixed "now" in epoch ms
 HOUR = 3_600_000
@@ -16,3 +19,14 @@ class Clock:
 
     def advance(self, ms: int) -> None:
         self.now += ms
+
+
+async def open_on(path, **kw) -> Memory:
+    """A Memory on its own connection to the SQLite file ``path`` (one per process)."""
+    return await Memory.open(await SqliteKv.open(path), feedback_flush_s=3600, **kw)
+
+
+async def close(*memories: Memory) -> None:
+    for m in memories:
+        await m.close()
+        await m.kv.close()

@@ -9,20 +9,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from helpers import close, open_on
 
 from pymemory import Memory
 from pymemory.models.embedding import HashingEmbedder
 from pymemory.storage import SqliteKv, changes
-
-
-async def open_on(path, **kw) -> Memory:
-    return await Memory.open(await SqliteKv.open(path), feedback_flush_s=3600, **kw)
-
-
-async def close(*memories: Memory) -> None:
-    for m in memories:
-        await m.close()
-        await m.kv.close()
 
 
 class Pause:

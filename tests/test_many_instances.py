@@ -9,22 +9,13 @@ import asyncio
 import random
 
 import pytest
+from helpers import close, open_on
 
 from pymemory import Memory, NotFoundError
 from pymemory.models.embedding import HashingEmbedder
 from pymemory.storage import SqliteKv, changes
 
 DAY = 86_400_000
-
-
-async def open_on(path, **kw) -> Memory:
-    return await Memory.open(await SqliteKv.open(path), feedback_flush_s=3600, **kw)
-
-
-async def close(*memories: Memory) -> None:
-    for m in memories:
-        await m.close()
-        await m.kv.close()
 
 
 async def test_delete_drops_item_vector_and_cached_copies_everywhere(tmp_path, clock):

@@ -8,21 +8,18 @@ wheel. Real Chromium, real IndexedDB, and the data survives a reload."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import re
 import textwrap
-import threading
 from concurrent.futures import ThreadPoolExecutor
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 from browserkit import BOOT_TIMEOUT_MS, watch_errors
 
 from pymemory import Memory
-from tools.assets import VENDOR, WHEELS
+from tools.app_site import WORKER_PAGE, serve_app, wheel_name
+from tools.assets import WHEELS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -51,37 +48,6 @@ BARE_PAGE = """<!doctype html>
   window.pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", location.href).href });
   await window.pyodide.loadPackage("micropip");
   document.body.dataset.ready = "1";
-</script>
-"""
-
-WORKER = """import { loadPyodide } from "./pyodide/pyodide.mjs";
-const pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", import.meta.url).href });
-await pyodide.loadPackage(["numpy", new URL("./WHEEL", import.meta.url).href]);
-self.onmessage = async ({ data }) => {
-  try {
-    self.postMessage({ ok: true, result: String(await pyodide.runPythonAsync(data)) });
-  } catch (err) {
-    self.postMessage({ ok: false, error: String(err) });
-  }
-};
-self.postMessage({ ready: true });
-"""
-
-WORKER_PAGE = """<!doctype html>
-<meta charset="utf-8">
-<title>my app with its own Pyodide worker</title>
-<script type="module">
-  const worker = new Worker("./worker.mjs", { type: "module" });
-  const ready = new Promise((resolve) => {
-    worker.addEventListener("message", (e) => e.data.ready && resolve(), { once: true });
-  });
-  window.python = async (code) => {
-    await ready;
-    return new Promise((resolve) => {
-      worker.addEventListener("message", (e) => resolve(e.data), { once: true });
-      worker.postMessage(code);
-    });
-  };
 </script>
 """
 
@@ -116,40 +82,16 @@ CONTENTS = [
 ]
 
 
-class StaticFiles(SimpleHTTPRequestHandler):
-    """Python's plain static file server (with the JS and WASM types spelled out)."""
-
-    extensions_map: ClassVar[dict[str, str]] = {
-        **SimpleHTTPRequestHandler.extensions_map,
-        ".mjs": "text/javascript",
-        ".js": "text/javascript",
-        ".wasm": "application/wasm",
-    }
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A folder like an app's: Pyodide (+ numpy, micropip), the wheel, two pages."""
-    manifest = WHEELS / "manifest.json"
-    if not manifest.exists():
+    if not (WHEELS / "manifest.json").exists():
         pytest.fail("browser assets missing: run python3 build.py setup", pytrace=False)
-    wheel = json.loads(manifest.read_text())["pymemory"]
     root = tmp_path_factory.mktemp("plain-site")
-    (root / "pyodide").symlink_to(VENDOR / "pyodide", target_is_directory=True)
-    (root / wheel).symlink_to(WHEELS / wheel)
-    (root / "index.html").write_text(PAGE.replace("WHEEL", wheel))
-    (root / "worker.html").write_text(WORKER_PAGE)
-    (root / "bare.html").write_text(BARE_PAGE)
-    (root / "worker.mjs").write_text(WORKER.replace("WHEEL", wheel))
-    server = ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(StaticFiles, directory=str(root))
+    server, base = serve_app(
+        root, {"index.html": PAGE, "worker.html": WORKER_PAGE, "bare.html": BARE_PAGE}
     )
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", wheel
+    yield base, wheel_name()
     server.shutdown()
 
 
