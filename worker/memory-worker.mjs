@@ -95,7 +95,7 @@ function onFile(url, loaded, total, source) {
 
 // Pyodide fetches its core files and packages with the global fetch: route those under
 // `prefixes` through Cache Storage so a second visit reads them locally (and offline).
-// Returns the network fetch, and prefetch(url): start reading a file Pyodide will ask for
+// Returns prefetch(url): start reading a file Pyodide will ask for
 // later (the wheels, while loadPyodide runs), so its fetch finds it read; and settled():
 // wait until the files Pyodide got before they were cached are (see read).
 function cacheFetches(prefixes, cacheName, expected, progress = onFile) {
@@ -185,7 +185,7 @@ function cacheFetches(prefixes, cacheName, expected, progress = onFile) {
     early.set(url, pending);
   };
   const settled = () => Promise.allSettled([...storing]);
-  return { network, prefetch, settled };
+  return { prefetch, settled };
 }
 
 async function readManifest(url, network) {
@@ -218,7 +218,8 @@ async function boot(options) {
   };
   report({ phase: "runtime", progress: 0.05, assets: urls });
   tokensReady = loadTokens(urls.tiktoken, t0, new Promise((resolve) => (parseTokens = resolve)));
-  // The wheels' manifest, first thing too: the wheels download while Pyodide starts.
+  // The wheels' manifest, first thing too (the wheels download while Pyodide starts), by
+  // the network's fetch: taken before cacheFetches routes the wheels' folder to the cache.
   const manifestRead = readManifest(`${urls.wheels}manifest.json`, globalThis.fetch.bind(globalThis));
   manifestRead.catch(() => {}); // awaited below
   const pyodideModule = `${urls.pyodide}pyodide.mjs`;
@@ -385,13 +386,11 @@ function saveSnapshot(indexURL, cacheName) {
 // In the prefetch helper: read a file through Cache Storage, bytes back to the boot.
 async function prefetchFile({ url, cacheName, expect }) {
   try {
-    let source = "network";
     const got = await readCached(url, {
       cacheName,
       expect,
-      onProgress: (loaded, total) => post({ op: "progress", url, loaded, total, source }),
+      onProgress: (loaded, total) => post({ op: "progress", url, loaded, total, source: "network" }),
     });
-    source = got.source;
     self.postMessage({ op: "prefetched", url, ok: true, got }, [got.bytes.buffer]);
   } catch (err) {
     post({ op: "prefetched", url, ok: false, error: String(err?.message ?? err) });
