@@ -441,7 +441,7 @@ def check_json(value: Any, path: str, *, max_depth: int, depth: int = 0) -> None
     if isinstance(value, dict):
         for k, item in value.items():
             if not isinstance(k, str):
-                raise ValidationError(f"{path} has a non-string key {k!r}")
+                raise ValidationError(f"{path} has a non-string key {shown(k)}")
             check_json(k, f"{path} key", max_depth=max_depth, depth=depth + 1)
             check_json(item, f"{path}.{k}", max_depth=max_depth, depth=depth + 1)
         return

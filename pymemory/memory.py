@@ -67,6 +67,58 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _positive_number(value: object) -> bool:
+    """An int or float > 0 that a float can hold (inf is allowed, NaN is not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return float(value) > 0
+    except OverflowError:  # an int past float's range
+        return False
+
+
+def _store_path(store: object) -> str:
+    """``open()``'s ``store`` as a SQLite file path: a str or os.PathLike, valid Unicode."""
+    path = os.fspath(store) if isinstance(store, os.PathLike) else store
+    if not isinstance(path, str):
+        raise ValidationError(
+            f"store must be a KvBackend, a SQLite file path (str or os.PathLike) or None, "
+            f"got {type_name(store)}"
+        )
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("the store path contains a lone surrogate") from None
+    return path
+
+
+VECTOR_DTYPES = ("int8", "float16", "float32")
+
+
+def _check_embedder(embedder: object, vector_dtype: object, *, allow_none: bool = False) -> None:
+    if not (allow_none and embedder is None) and not isinstance(embedder, Embedder):
+        raise ValidationError(
+            f"embedder must be an Embedder (name, dim and an async embed()), got "
+            f"{type_name(embedder)}"
+        )
+    if not isinstance(vector_dtype, str) or vector_dtype not in VECTOR_DTYPES:
+        raise ValidationError(
+            f"vector_dtype must be one of {', '.join(VECTOR_DTYPES)}, got {shown(vector_dtype)}"
+        )
+
+
+def _check_refiner(refiner: object, *, allow_none: bool = False) -> None:
+    if allow_none and refiner is None:
+        return
+    if not isinstance(getattr(refiner, "method", None), str) or not callable(
+        getattr(refiner, "refine", None)
+    ):
+        raise ValidationError(
+            f"refiner must be a Refiner (a str method and an async refine()), got "
+            f"{type_name(refiner)}"
+        )
+
+
 class Memory:
     """Private, offline memory for an agent. Open with ``await Memory.open(...)``.
 
@@ -153,14 +205,31 @@ class Memory:
             ("feedback_flush_s", feedback_flush_s),
             ("sweep_interval_s", sweep_interval_s),
         ):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ValidationError(f"{name} must be a number of seconds > 0")
-        if auto_archive_days is not None and (
-            isinstance(auto_archive_days, bool)
-            or not isinstance(auto_archive_days, (int, float))
-            or auto_archive_days <= 0
-        ):
-            raise ValidationError("auto_archive_days must be None or a number of days > 0")
+            if not _positive_number(value):
+                raise ValidationError(f"{name} must be a number of seconds > 0, got {shown(value)}")
+        if auto_archive_days is not None and not _positive_number(auto_archive_days):
+            raise ValidationError(
+                f"auto_archive_days must be None or a number of days > 0, "
+                f"got {shown(auto_archive_days)}"
+            )
+        # Checked here, not at first use: a wrong collaborator would otherwise fail later,
+        # in a background task or in the middle of a write.
+        if encoder is not None and (not isinstance(encoder, Encoder) or isinstance(encoder, str)):
+            raise ValidationError(
+                f"encoder must be an Encoder (an object with an async encode()), got "
+                f"{type_name(encoder)}"
+            )
+        if token_counter is not None and not isinstance(token_counter, TokenCounter):
+            raise ValidationError(
+                f"token_counter must be a TokenCounter (name and count()), got "
+                f"{type_name(token_counter)}"
+            )
+        if not callable(clock):
+            raise ValidationError(
+                f"clock must be a callable giving epoch ms, got {type_name(clock)}"
+            )
+        _check_refiner(refiner, allow_none=True)
+        _check_embedder(embedder, vector_dtype, allow_none=True)
         owns = not isinstance(store, KvBackend)
         if store is None:
             kv: KvBackend = MapKv()
@@ -169,7 +238,7 @@ class Memory:
         else:
             from .storage.sqlite import SqliteKv
 
-            kv = await SqliteKv.open(store)
+            kv = await SqliteKv.open(_store_path(store))
         try:
             memory = cls(
                 kv,
@@ -205,6 +274,7 @@ class Memory:
         """Turn dense retrieval on (e.g. once a model has loaded): load the stored vectors
         and embed, in the background, every item that has none yet."""
         self._check_open()
+        _check_embedder(embedder, vector_dtype)
         if self._dense is not None:
             raise ValidationError("an embedder is already attached")
         await self._sync()  # embed what other writers added too
@@ -216,6 +286,7 @@ class Memory:
     async def attach_refiner(self, refiner: Refiner) -> None:
         """Turn Encoder stage 2 on for items added from now on."""
         self._check_open()
+        _check_refiner(refiner)
         if self._refine is not None:
             raise ValidationError("a refiner is already attached")
         self._refine = RefineWorker(
@@ -454,13 +525,15 @@ class Memory:
         if not isinstance(id, str):
             raise ValidationError(f"id must be a string, got {type_name(id)}")
         if expected_version is not None and (
-            isinstance(expected_version, bool) or not isinstance(expected_version, int)
+            isinstance(expected_version, bool)
+            or not isinstance(expected_version, int)
+            or not 1 <= expected_version <= MAX_VERSION
         ):
             raise ValidationError("expected_version must be None or an int >= 1")
         try:
             check_id(id)
         except ValidationError:
-            raise NotFoundError(f"no memory with id {id!r}") from None  # never a memory's
+            raise NotFoundError(f"no memory with id {shown(id)}") from None  # never a memory's
         async with self._lock:
             self._check_open()
             keys = [schema.mem_key(id), schema.arc_key(id)]
@@ -493,7 +566,7 @@ class Memory:
         self._check_open()
         if not isinstance(kind, str) or kind not in FEEDBACK_KINDS:
             known = ", ".join(FEEDBACK_KINDS)
-            raise ValidationError(f"feedback must be one of {known}, got {kind!r}")
+            raise ValidationError(f"feedback must be one of {known}, got {shown(kind)}")
         if not isinstance(durable, bool):
             raise ValidationError("durable must be a bool")
         await self._sync()
@@ -506,7 +579,7 @@ class Memory:
         if durable:
             _, gone = await self._flush()
             if id in gone:
-                raise NotFoundError(f"memory {id!r} was deleted; the feedback was not stored")
+                raise NotFoundError(f"memory {shown(id)} was deleted; the feedback was not stored")
 
     async def flush(self) -> int:
         """Persist queued feedback as one batch. Returns how many items were written."""
@@ -690,9 +763,9 @@ class Memory:
             raise ValidationError(f"id must be a string, got {type_name(id)}")
         item = self._catalog.get(id)
         if item is None:
-            raise NotFoundError(f"no memory with id {id!r}")
+            raise NotFoundError(f"no memory with id {shown(id)}")
         if item.is_expired(self._clock()):
-            raise NotFoundError(f"memory {id!r} has expired (ttl_ms)")
+            raise NotFoundError(f"memory {shown(id)} has expired (ttl_ms)")
         return item
 
     async def get(self, id: str) -> MemoryItem:
@@ -715,7 +788,7 @@ class Memory:
         try:
             check_id(id)
         except ValidationError:
-            raise NotFoundError(f"no memory with id {id!r}") from None
+            raise NotFoundError(f"no memory with id {shown(id)}") from None
         current = stored_live(id, await self.kv.get(schema.mem_key(id)), self._clock())
         pasts = [
             history.read_past(raw) async for _, raw in iter_prefix(self.kv, schema.hst_prefix(id))

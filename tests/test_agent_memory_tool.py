@@ -178,12 +178,13 @@ async def test_path_safety(kv, memory, raw, expected):
         return
     assert normalize_memory_path(raw) == expected
     assert normalize_memory_path(expected) == expected  # idempotent
+    # Stored under the normalised path; the message echoes the path as given (the SDKs').
     if expected == "/memories":
         result = await ok(memory, command="view", path=raw)
-        assert result.content.startswith(LISTING.format("/memories"))
+        assert result.content.startswith(LISTING.format(raw) + "\n0B\t/memories")
         return
     result = await ok(memory, command="create", path=raw, file_text="hello")
-    assert result.content == f"File created successfully at: {expected}"
+    assert result.content == f"File created successfully at: {raw}"
     assert await kv.get("fs:" + expected) == b"hello"
     viewed = await ok(memory, command="view", path=expected)
     assert viewed.content.endswith("     1\thello")
@@ -228,7 +229,7 @@ async def test_view_directory_lists_two_levels_with_sizes(kv, memory):
     result = await ok(memory, command="view", path="/memories/")
     total = 1536 + 3 + 5 + 6 + 2 + 1
     assert result.content.split("\n") == [
-        LISTING.format("/memories"),
+        LISTING.format("/memories/"),  # as given; the rows are normalised paths
         f"{total / 1024:.1f}K\t/memories",
         "8B\t/memories/notes/",
         "5B\t/memories/notes/deep/",
@@ -488,7 +489,7 @@ async def test_delete_file_and_directory(kv, memory):
     result = await ok(memory, command="delete", path="/memories/notes2.md")
     assert result.content == "Successfully deleted /memories/notes2.md"
     result = await ok(memory, command="delete", path="/memories/notes/")
-    assert result.content == "Successfully deleted /memories/notes"
+    assert result.content == "Successfully deleted /memories/notes/"  # as given
     assert result.artifact["deleted"] == 2
     assert kv.batches[-1] == ([], ["fs:/memories/notes/a.md", "fs:/memories/notes/sub/b.md"])
     assert await dump(kv) == {"fs:/memories/keep.md": b"k"}

@@ -1,5 +1,6 @@
-"""Issue #15 (Anthropic parity) and #17 (the memory tools never raise and never stall):
-one regression test per finding, named after it.
+"""Issue #15 (Anthropic parity), #17 (the memory tools never raise and never stall) and
+#30 (success messages echo the path as given): one regression test per finding, named
+after it.
 
 Peers' behaviour restated as data, never their code:
 - anthropic-sdk-python src/anthropic/lib/tools/_beta_builtin_memory_tool.py (_validate_path
@@ -48,6 +49,61 @@ async def test_dot_dot_inside_memories_resolves_as_the_sdk_helpers_do(raw, resol
         assert await kv.scan("") == []
         return
     assert normalize_memory_path(raw) == resolved
+
+
+async def test_success_messages_echo_the_path_as_given_and_store_it_normalised():
+    """Issue 30: both SDK helpers answer with ``command.path`` as the model wrote it (their
+    filesystem resolves ``..``); the store holds the normalised path, and so does the
+    artifact."""
+    kv = MapKv()
+    tool = create_anthropic_memory_tool(kv)
+
+    async def ok(**args):
+        result = await tool.call(args)
+        assert not result.is_error, result.content
+        return result
+
+    created = await ok(command="create", path="/memories/a/../b.txt", file_text="one\ntwo")
+    assert created.content == "File created successfully at: /memories/a/../b.txt"
+    assert created.artifact["path"] == "/memories/b.txt"
+    assert await kv.scan("") == [("fs:/memories/b.txt", b"one\ntwo")]
+
+    viewed = await ok(command="view", path="/memories/./b.txt")
+    assert viewed.content == (
+        "Here's the content of /memories/./b.txt with line numbers:\n     1\tone\n     2\ttwo"
+    )
+    listed = await ok(command="view", path="/memories/x/..")
+    assert listed.content.split("\n") == [
+        "Here're the files and directories up to 2 levels deep in /memories/x/.., "
+        "excluding hidden items and node_modules:",
+        "7B\t/memories",  # rows are normalised: each can be passed back as a path
+        "7B\t/memories/b.txt",
+    ]
+
+    edited = await ok(
+        command="str_replace", path="/memories/x/../b.txt", old_str="two", new_str="2"
+    )
+    assert edited.content.startswith("The memory file has been edited.")  # names no path
+    inserted = await ok(
+        command="insert", path="/memories/x/../b.txt", insert_line=0, insert_text="0"
+    )
+    assert inserted.content == "The file /memories/x/../b.txt has been edited."
+    assert await kv.get("fs:/memories/b.txt") == b"0\none\n2"
+
+    renamed = await ok(
+        command="rename", old_path="/memories/a/../b.txt", new_path="/memories/n/./c.txt"
+    )
+    assert renamed.content == "Successfully renamed /memories/a/../b.txt to /memories/n/./c.txt"
+    assert (renamed.artifact["path"], renamed.artifact["new_path"]) == (
+        "/memories/b.txt",
+        "/memories/n/c.txt",
+    )
+    assert [k for k, _ in await kv.scan("")] == ["fs:/memories/n/c.txt"]
+
+    deleted = await ok(command="delete", path="/memories/n/../n/")
+    assert deleted.content == "Successfully deleted /memories/n/../n/"
+    assert deleted.artifact["path"] == "/memories/n"
+    assert await kv.scan("") == []
 
 
 LOOKALIKES = [

@@ -73,7 +73,7 @@ def _step_json(step: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> str:
             raise ValidationError(f"step message {i} must be a dict, got {type(msg).__name__}")
         if msg.get("role") not in STEP_ROLES:
             raise ValidationError(
-                f"step message {i} has role {msg.get('role')!r}; steps take "
+                f"step message {i} has role {shown(msg.get('role'))}; steps take "
                 f"{', '.join(STEP_ROLES)} (the system prompt is fixed at construction)"
             )
         if "content" not in msg:
@@ -106,7 +106,7 @@ class MessageAssembler:
         _check_text("system_prompt", system_prompt)
         if tool_format not in ("openai", "anthropic"):
             raise ValidationError(
-                f"tool_format must be 'openai' or 'anthropic', got {tool_format!r}"
+                f"tool_format must be 'openai' or 'anthropic', got {shown(tool_format)}"
             )
         if memory_blocks is not None and not isinstance(memory_blocks, MemoryBlockSet):
             raise ValidationError("memory_blocks must be a MemoryBlockSet or None")

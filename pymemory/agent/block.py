@@ -38,7 +38,7 @@ def _check_label(value: object) -> str:
     if not LABEL_RE.fullmatch(value):  # type: ignore[arg-type]
         raise ValidationError(
             "a block label must be 1-64 letters, digits, _ or - and start with a letter "
-            f"or _ (e.g. 'human'), got {value!r}"
+            f"or _ (e.g. 'human'), got {shown(value)}"
         )
     return value  # type: ignore[return-value]
 

@@ -87,7 +87,7 @@ def block_key(set_id: str) -> str:
     _check_str("set_id", set_id)
     if not SET_ID_RE.fullmatch(set_id):
         raise ValidationError(
-            f"set_id must be 1-128 characters of letters, digits and _.:/@-, got {set_id!r}"
+            f"set_id must be 1-128 characters of letters, digits and _.:/@-, got {shown(set_id)}"
         )
     return BLOCK_PREFIX + set_id
 
@@ -470,14 +470,14 @@ def _get(blocks: Mapping[str, MemoryBlock], label: str) -> MemoryBlock:
     block = blocks.get(label)
     if block is None:
         known = ", ".join(blocks) or "none"
-        raise NotFoundError(f"no memory block labelled {label!r}; labels: {known}")
+        raise NotFoundError(f"no memory block labelled {shown(label)}; labels: {known}")
     return block
 
 
 def _editable(blocks: Mapping[str, MemoryBlock], label: str) -> MemoryBlock:
     block = _get(blocks, label)
     if block.read_only:
-        raise ValidationError(f"memory block {label!r} is read-only and cannot be edited")
+        raise ValidationError(f"memory block {shown(label)} is read-only and cannot be edited")
     return block
 
 

@@ -54,7 +54,8 @@ PREFIX = "ckpt:"
 def _check_run_id(run_id: object) -> str:
     if not isinstance(run_id, str) or not RUN_ID_RE.fullmatch(run_id):
         raise ValidationError(
-            f"run_id must be 1-128 characters of letters, digits and _.@/- (no ':'), got {run_id!r}"
+            "run_id must be 1-128 characters of letters, digits and _.@/- (no ':'), "
+            f"got {shown(run_id)}"
         )
     return run_id
 

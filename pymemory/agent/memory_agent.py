@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import PymemoryError, ValidationError
+from ..errors import PymemoryError, ValidationError, shown
 from ..item import dumps
 from ..retrieval.tokens import HeuristicTokenCounter, TokenCounter
 from ..storage import KvBackend, iter_prefix
@@ -188,7 +188,7 @@ class MemoryAgent:
             raise ValidationError("model must be an async callable")
         for name, value in (("token_limit", token_limit), ("max_steps", max_steps)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValidationError(f"{name} must be a positive int, got {value!r}")
+                raise ValidationError(f"{name} must be a positive int, got {shown(value)}")
         if not 0 <= status_threshold <= 1:
             raise ValidationError("status_threshold must be between 0 and 1")
         self.model = model
@@ -378,7 +378,8 @@ class MemoryAgent:
             return _error(call.name, "invalid_input", "arguments must be a JSON object")
         if call.name not in self.tools:
             known = ", ".join(self.tools.names())
-            return _error(call.name, "unknown_tool", f"no tool named {call.name!r}; use {known}")
+            message = f"no tool named {shown(call.name)}; use {known}"
+            return _error(call.name, "unknown_tool", message)
         return await self.tools.call(call.name, call.arguments)
 
     def schedule(

@@ -165,14 +165,14 @@ def normalize_memory_path(path: str) -> str:
             "path contains a percent-encoded sequence such as %2e or %2F; "
             "write the characters themselves",
         )
-    shown = path
+    as_given = path
     path = unicodedata.normalize("NFC", path)
     if len(path.encode("utf-8")) > MAX_PATH_BYTES:
-        raise _invalid(shown, f"path is longer than {MAX_PATH_BYTES} bytes")
+        raise _invalid(as_given, f"path is longer than {MAX_PATH_BYTES} bytes")
     if path != MEMORY_ROOT and not path.startswith(MEMORY_ROOT + "/"):
         # The SDK helpers read /memoriesX as /memories/X; we refuse the lookalike root.
         raise _invalid(
-            shown,
+            as_given,
             f"path must be {MEMORY_ROOT} or start with {MEMORY_ROOT}/ "
             f"(for example {MEMORY_ROOT}/notes.md)",
         )
@@ -187,27 +187,27 @@ def normalize_memory_path(path: str) -> str:
     stack = [MEMORY_ROOT[1:]]
     for segment in rest[1:].split("/"):
         if not segment:
-            raise _invalid(shown, "path has an empty segment ('//'); remove the extra slash")
+            raise _invalid(as_given, "path has an empty segment ('//'); remove the extra slash")
         if segment == ".":
             continue
         if segment == "..":
             if not stack:
-                raise _escape(shown)
+                raise _escape(as_given)
             stack.pop()
             continue
         if _reads_as_dots(segment):
             raise _invalid(
-                shown,
-                f"the segment {segment!r} reads as '.' or '..' or holds a slash once "
+                as_given,
+                f"the segment {shown(segment)} reads as '.' or '..' or holds a slash once "
                 "Unicode-normalised (NFKC); write plain characters",
             )
         if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
-            raise _invalid(shown, f"a path segment is longer than {MAX_SEGMENT_BYTES} bytes")
+            raise _invalid(as_given, f"a path segment is longer than {MAX_SEGMENT_BYTES} bytes")
         stack.append(segment)
         if len(stack) > MAX_DEPTH + 1:
-            raise _invalid(shown, f"path is more than {MAX_DEPTH} levels below {MEMORY_ROOT}")
+            raise _invalid(as_given, f"path is more than {MAX_DEPTH} levels below {MEMORY_ROOT}")
     if not stack or stack[0] != MEMORY_ROOT[1:]:
-        raise _escape(shown)
+        raise _escape(as_given)
     return "/" + "/".join(stack)
 
 
@@ -236,7 +236,7 @@ def check_key_segments(key: str) -> str | None:
     maps keys onto paths."""
     for segment in key.split("/"):
         if segment in (".", "..") or _reads_as_dots(segment):
-            return f"`key` has the segment {segment!r}, which reads as '.' or '..' or a slash"
+            return f"`key` has the segment {shown(segment)}, which reads as '.' or '..' or a slash"
     return None
 
 

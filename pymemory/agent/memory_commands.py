@@ -4,6 +4,11 @@
 ``str_replace`` / ``insert`` / ``delete`` / ``rename``) with the output formats and messages
 Claude expects; :func:`~.memory_tool.create_anthropic_memory_tool` checks the arguments and
 dispatches to it. The key layout is described in :mod:`.memory_tool`.
+
+Each command works on the normalised path (``/memories/a/../b.md`` is stored as
+``/memories/b.md``), and its success message names the path as the model gave it
+(``given``), as both Anthropic SDK helpers do; a directory listing's rows are the
+normalised paths, so each can be passed back as is.
 """
 
 from __future__ import annotations
@@ -128,7 +133,10 @@ class _Tree:
 
     # commands: each returns (content, outcome, artifact extras)
 
-    async def view(self, path: str, view_range: object) -> tuple[str, str, dict[str, Any]]:
+    async def view(
+        self, path: str, view_range: object, given: str | None = None
+    ) -> tuple[str, str, dict[str, Any]]:
+        given = path if given is None else given
         text = await self.read(path)
         if text is None:
             if not await self.is_dir(path):
@@ -140,7 +148,7 @@ class _Tree:
                     "invalid_input",
                     "The `view_range` parameter is not allowed when `path` points to a directory.",
                 )
-            return await self._listing(path)
+            return await self._listing(path, given)
         lines = text.split("\n")
         if len(lines) > MAX_LINES:
             raise _Fail(
@@ -152,7 +160,7 @@ class _Tree:
             first, last = self._range(view_range, len(lines))
         body = _numbered(lines[first - 1 : last], first)
         extras = {"lines": [first, last], "bytes": len(text.encode("utf-8"))}
-        return f"Here's the content of {path} with line numbers:\n{body}", "viewed", extras
+        return f"Here's the content of {given} with line numbers:\n{body}", "viewed", extras
 
     @staticmethod
     def _range(view_range: object, n_lines: int) -> tuple[int, int]:
@@ -187,7 +195,7 @@ class _Tree:
             )
         return first, last
 
-    async def _listing(self, path: str) -> tuple[str, str, dict[str, Any]]:
+    async def _listing(self, path: str, given: str) -> tuple[str, str, dict[str, Any]]:
         files = await self.files_under(path)
         base = len(path) + 1
         sizes: dict[tuple[str, ...], int] = {}
@@ -208,13 +216,15 @@ class _Tree:
             slash = "/" if rel in is_dir else ""
             rows.append(f"{_human_size(sizes[rel])}\t{path}/{'/'.join(rel)}{slash}")
         header = (
-            f"Here're the files and directories up to 2 levels deep in {path}, "
+            f"Here're the files and directories up to 2 levels deep in {given}, "
             "excluding hidden items and node_modules:"
         )
         extras = {"entries": len(rows) - 1, "files": len(files), "bytes": total}
         return header + "\n" + "\n".join(rows), "listed", extras
 
-    async def create(self, path: str, file_text: str) -> tuple[str, str, dict[str, Any]]:
+    async def create(
+        self, path: str, file_text: str, given: str | None = None
+    ) -> tuple[str, str, dict[str, Any]]:
         if path == MEMORY_ROOT:
             raise _Fail("is_directory", f"{MEMORY_ROOT} is a directory; create a file under it.")
         data = _check_size(file_text, self.max_file_bytes, f"The file {path}")
@@ -236,7 +246,8 @@ class _Tree:
                 "Delete or merge files before creating new ones.",
             )
         await self.kv.put_many([(key, data)])
-        return f"File created successfully at: {path}", "created", {"bytes": len(data)}
+        done = f"File created successfully at: {path if given is None else given}"
+        return done, "created", {"bytes": len(data)}
 
     async def str_replace(
         self, path: str, old_str: str, new_str: str
@@ -274,7 +285,7 @@ class _Tree:
         return content, "edited", {"line": first + 1, "bytes": len(data)}
 
     async def insert(
-        self, path: str, insert_line: int, insert_text: str
+        self, path: str, insert_line: int, insert_text: str, given: str | None = None
     ) -> tuple[str, str, dict[str, Any]]:
         text = await self.file_text(path)
         lines = text.split("\n")
@@ -290,9 +301,10 @@ class _Tree:
         lines.insert(insert_line, insert_text)
         data = _check_size("\n".join(lines), self.max_file_bytes, f"The file {path}")
         await self.kv.put_many([(self.key(path), data)])
-        return f"The file {path} has been edited.", "edited", {"line": insert_line}
+        done = f"The file {path if given is None else given} has been edited."
+        return done, "edited", {"line": insert_line}
 
-    async def delete(self, path: str) -> tuple[str, str, dict[str, Any]]:
+    async def delete(self, path: str, given: str | None = None) -> tuple[str, str, dict[str, Any]]:
         if path == MEMORY_ROOT:
             raise _Fail("invalid_path", f"Cannot delete the {MEMORY_ROOT} directory itself.")
         key = self.key(path)
@@ -303,9 +315,12 @@ class _Tree:
             if not doomed:
                 raise _Fail("not_found", f"The path {path} does not exist.")
         await self.kv.put_many([], deletes=doomed)
-        return f"Successfully deleted {path}", "deleted", {"deleted": len(doomed)}
+        done = f"Successfully deleted {path if given is None else given}"
+        return done, "deleted", {"deleted": len(doomed)}
 
-    async def rename(self, old: str, new: str) -> tuple[str, str, dict[str, Any]]:
+    async def rename(
+        self, old: str, new: str, given: tuple[str, str] | None = None
+    ) -> tuple[str, str, dict[str, Any]]:
         if MEMORY_ROOT in (old, new):
             raise _Fail("invalid_path", f"Cannot rename the {MEMORY_ROOT} directory itself.")
         if new.startswith(old + "/"):
@@ -332,4 +347,6 @@ class _Tree:
                 moves.append((self.key(target), data))
                 doomed.append(self.key(file_path))
         await self.kv.put_many(moves, deletes=doomed)
-        return f"Successfully renamed {old} to {new}", "renamed", {"moved": len(moves)}
+        old_given, new_given = (old, new) if given is None else given
+        done = f"Successfully renamed {old_given} to {new_given}"
+        return done, "renamed", {"moved": len(moves)}

@@ -226,24 +226,27 @@ def create_anthropic_memory_tool(
                 "unknown_command",
                 f"Unknown command {_shown(command)!r}. Use one of: {', '.join(_COMMANDS)}.",
             )
+        # Stored under the normalised path (the artifact records it); success messages
+        # echo the path as given, as the SDK helpers do.
         if command == "rename":
-            artifact["path"], artifact["new_path"] = args.get("old_path"), args.get("new_path")
+            old_given, new_given = args.get("old_path"), args.get("new_path")
+            artifact["path"], artifact["new_path"] = old_given, new_given
             old = artifact["path"] = path_arg(args, "old_path", command)
             new = artifact["new_path"] = path_arg(args, "new_path", command)
-            return await tree.rename(old, new)
-        artifact["path"] = args.get("path")
+            return await tree.rename(old, new, (old_given, new_given))
+        given = artifact["path"] = args.get("path")
         path = artifact["path"] = path_arg(args, "path", command)
         if command == "view":
-            return await tree.view(path, args.get("view_range"))
+            return await tree.view(path, args.get("view_range"), given)
         if command == "create":
-            return await tree.create(path, _str_arg(args, "file_text", command))
+            return await tree.create(path, _str_arg(args, "file_text", command), given)
         if command == "str_replace":
             old_str = _str_arg(args, "old_str", command, nonempty=True)
             return await tree.str_replace(path, old_str, _str_arg(args, "new_str", command))
         if command == "insert":
             line = _int_arg(args, "insert_line", command)
-            return await tree.insert(path, line, _str_arg(args, "insert_text", command))
-        return await tree.delete(path)
+            return await tree.insert(path, line, _str_arg(args, "insert_text", command), given)
+        return await tree.delete(path, given)
 
     async def handler(args: dict[str, Any]) -> ToolResult:
         command = args.get("command")

@@ -96,7 +96,7 @@ class Observation:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValidationError(f"malformed observation record: {exc!r}") from None
         if obs.priority not in PRIORITIES:
-            raise ValidationError(f"malformed observation record: priority {obs.priority!r}")
+            raise ValidationError(f"malformed observation record: priority {shown(obs.priority)}")
         return obs
 
 

@@ -164,7 +164,7 @@ def _esc(key: str) -> str:
 def _check_namespace(namespace: object) -> str:
     if namespace not in NAMESPACES:
         raise ValidationError(
-            f"namespace must be one of {', '.join(NAMESPACES)}, got {namespace!r}"
+            f"namespace must be one of {', '.join(NAMESPACES)}, got {shown(namespace)}"
         )
     return namespace  # type: ignore[return-value]
 
@@ -273,7 +273,7 @@ class StructuredMemory:
             raise ValidationError("clock must be a callable returning epoch milliseconds")
         ttls = dict(DEFAULT_TTL_MS)
         for ns, ttl in (ttl_ms or {}).items():
-            ttls[_check_namespace(ns)] = _check_ttl(ttl, f"ttl_ms[{ns!r}]")
+            ttls[_check_namespace(ns)] = _check_ttl(ttl, f"ttl_ms[{shown(ns)}]")
         self.kv = kv
         self._ttl = ttls
         self._clock = clock

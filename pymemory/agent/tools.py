@@ -84,7 +84,7 @@ class ToolSet:
 
     def add(self, tool: Tool) -> None:
         if tool.name in self._tools:
-            raise ValidationError(f"duplicate tool name {tool.name!r}")
+            raise ValidationError(f"duplicate tool name {shown(tool.name)}")
         self._tools[tool.name] = tool
 
     def __iter__(self):

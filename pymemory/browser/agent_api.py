@@ -69,7 +69,7 @@ from ..agent.llm.base import excerpt, parse_arguments
 from ..agent.memory_tool import AnthropicMemoryTool
 from ..agent.observational import ObservationalMemory
 from ..agent.tools import ToolResult, ToolSet
-from ..errors import NotFoundError, PymemoryError, ValidationError
+from ..errors import NotFoundError, PymemoryError, ValidationError, shown
 from .agent_state import _close_model, _DbAgents, _Observer
 from .agent_wire import (
     _block_in,
@@ -151,7 +151,7 @@ class AgentRpc:
             if found is None:
                 if await state.kv.get(key) is None:
                     raise NotFoundError(
-                        f"no memory block set {set_id!r}; create it with blocks.open"
+                        f"no memory block set {shown(set_id)}; create it with blocks.open"
                     )
                 found = await MemoryBlockSet.open(state.kv, set_id)  # type: ignore[arg-type]
                 state.blocksets[set_id] = found  # type: ignore[index]
@@ -176,7 +176,8 @@ class AgentRpc:
         observer = state.observers.get(sid)
         if observer is None:
             raise NotFoundError(
-                f"no observer for session {sid!r} in this worker; call observer.configure first"
+                f"no observer for session {shown(sid)} in this worker; "
+                "call observer.configure first"
             )
         return observer
 
@@ -282,7 +283,7 @@ class AgentRpc:
         if name not in tools:
             if name in BLOCK_TOOLS and set_id is None:
                 raise ValidationError(f"{name} edits a memory block set: pass setId")
-            raise NotFoundError(f"no tool named {name!r}; tools: {', '.join(tools.names())}")
+            raise NotFoundError(f"no tool named {shown(name)}; tools: {', '.join(tools.names())}")
         args = p.get("args", {})
         if isinstance(args, str):  # the model's raw JSON text
             parsed, invalid = parse_arguments(args)
@@ -302,7 +303,7 @@ class AgentRpc:
         p = _params(params, {"format", "setId", "native", "letta"})
         fmt = p.get("format", "openai")
         if fmt not in ("openai", "anthropic"):
-            raise ValidationError(f'format must be "openai" or "anthropic", got {fmt!r}')
+            raise ValidationError(f'format must be "openai" or "anthropic", got {shown(fmt)}')
         native = _bool("native", p.get("native", False))
         letta = _bool("letta", p.get("letta", False))
         if letta and p.get("setId") is None:

@@ -112,7 +112,7 @@ def _int(name: str, value: object, low: int) -> int:
 
 def _bool(name: str, value: object) -> bool:
     if not isinstance(value, bool):
-        raise ValidationError(f"{name} must be a boolean, got {value!r}")
+        raise ValidationError(f"{name} must be a boolean, got {shown(value)}")
     return value
 
 
@@ -136,7 +136,7 @@ def _block_in(index: int, raw: object) -> MemoryBlock:
 def _url(name: str, value: object) -> str:
     _str(name, value)
     if not value.startswith(("http://", "https://")):  # type: ignore[union-attr]
-        raise ValidationError(f"{name} must be an http(s) URL, got {value!r}")
+        raise ValidationError(f"{name} must be an http(s) URL, got {shown(value)}")
     return value  # type: ignore[return-value]
 
 
@@ -181,4 +181,4 @@ def make_observer_model(spec: object) -> tuple[Any, dict[str, Any]]:
         base = _url("baseUrl", p.get("baseUrl", "https://api.anthropic.com"))
         model = AnthropicModel(base, api_key, _str("model", p["model"]), timeout=_timeout(p))
         return model, {"kind": "anthropic", "baseUrl": base, "model": p["model"]}
-    raise ValidationError(f'model.kind must be "openai", "anthropic" or "rules", got {kind!r}')
+    raise ValidationError(f'model.kind must be "openai", "anthropic" or "rules", got {shown(kind)}')

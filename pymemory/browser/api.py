@@ -22,7 +22,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import PymemoryError, SchemaError, ValidationError, WrongKeyError
+from ..errors import PymemoryError, SchemaError, ValidationError, WrongKeyError, shown
 from ..item import MAX_JSON_DEPTH, check_json_depth
 from ..memory import ImportResult, Memory
 from ..models.embedding import EmbedderUnavailableError, HashingEmbedder
@@ -143,7 +143,7 @@ class RpcApi:
 
                 handler = agent_handler(self, method)  # blocks.*, tools.*, observer.*, ...
             if handler is None:
-                return _error("unknown_method", f"unknown method {method!r}")
+                return _error("unknown_method", f"unknown method {shown(method)}")
             if key is not None or db in self._memories:
                 await self.memory(db)  # the call's key opens or is checked, even for close
             params = _parse_params(params_json, method)

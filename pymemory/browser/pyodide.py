@@ -39,6 +39,7 @@ from ..errors import (
     StoreClosedError,
     ValidationError,
     WrongKeyError,
+    shown,
 )
 from ..memory import Memory
 from ..models.runtime import PRIORITY
@@ -150,7 +151,9 @@ class IndexedDbKv:
         if not isinstance(name, str) or not name:
             raise ValidationError("the IndexedDB database name must be a non-empty string")
         if durability not in ("strict", "relaxed"):
-            raise ValidationError(f"durability must be 'strict' or 'relaxed', not {durability!r}")
+            raise ValidationError(
+                f"durability must be 'strict' or 'relaxed', not {shown(durability)}"
+            )
         check_reserve(reserve_bytes)
         bridge = await idb_bridge()
         if getattr(js, "indexedDB", None) is None:

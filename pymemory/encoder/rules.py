@@ -62,7 +62,9 @@ class RuleEncoder:
         if not isinstance(text, str):
             raise ValidationError(f"text must be a string, got {_type_name(text)}")
         if type not in MEMORY_TYPES:
-            raise ValidationError(f"type must be one of {', '.join(MEMORY_TYPES)}, got {type!r}")
+            raise ValidationError(
+                f"type must be one of {', '.join(MEMORY_TYPES)}, got {shown(type)}"
+            )
         if not text.strip():
             return ""
         if type == "tool_result":

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import shown
 from .runtime import InferenceSession
 
 __all__ = [
@@ -105,11 +106,11 @@ class GenerationConfig:
         for name in ("max_new_tokens", "prefill_chunk"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+                raise ValueError(f"{name} must be an int >= 1, got {shown(value)}")
         for name in ("no_repeat_ngram", "min_new_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+                raise ValueError(f"{name} must be an int >= 0, got {shown(value)}")
 
 
 @dataclass
@@ -296,7 +297,7 @@ async def prefill(
     if not ids:
         raise ValueError("prefill() needs at least one token")
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"chunk must be an int >= 1, got {chunk!r}")
+        raise ValueError(f"chunk must be an int >= 1, got {shown(chunk)}")
     state = cache.copy() if cache is not None else KvCache(spec)
     logits = np.empty(0)
     for start in range(0, len(ids), chunk):

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ImportFormatError, ValidationError
+from ..errors import ImportFormatError, ValidationError, shown
 from ..item import ArchivedItem, MemoryItem, dumps, loads
 from . import history, schema
 from .base import KvBackend, iter_prefix
@@ -122,7 +122,7 @@ def parse_export(lines: Iterable[str]) -> Parsed:
                 parsed = ArchivedItem.from_dict(record["item"])
                 archived.append(parsed)
             else:
-                raise ValidationError(f"unknown record kind {record['kind']!r}")
+                raise ValidationError(f"unknown record kind {shown(record['kind'])}")
         except ValidationError as exc:
             raise ImportFormatError(str(exc), n) from None
         if parsed.id in seen:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import ConflictError, NotFoundError, PymemoryError
+from ..errors import ConflictError, NotFoundError, PymemoryError, shown
 from ..item import ArchivedItem, Feedback, MemoryItem
 from . import history, schema
 from .base import Writes
@@ -162,7 +162,7 @@ def update_item(
         current = stored_live(item_id, values[0], now_ms)
         if expected_version is not None and current.version != expected_version:
             raise ConflictError(
-                f"memory {item_id!r} is at version {current.version}, not "
+                f"memory {shown(item_id)} is at version {current.version}, not "
                 f"{expected_version}: another writer changed it; get() it again"
             )
         if not fields and delta is None:
@@ -184,13 +184,13 @@ def forget_item(item_id: str, expected_version: int | None) -> Transaction:
     def write(values: list[bytes | None], listed: list[list[str]]) -> Writes:
         raw, archived = values
         if raw is None and archived is None:
-            raise NotFoundError(f"no memory with id {item_id!r}")
+            raise NotFoundError(f"no memory with id {shown(item_id)}")
         if expected_version is not None:
             version = None if raw is None else decode_or_none(raw)
             if version is None or version.version != expected_version:
                 found = "archived" if version is None else f"at version {version.version}"
                 raise ConflictError(
-                    f"memory {item_id!r} is {found}, not version {expected_version}"
+                    f"memory {shown(item_id)} is {found}, not version {expected_version}"
                 )
         doomed = [schema.mem_key(item_id), schema.arc_key(item_id), schema.vec_key(item_id)]
         return Writes(deletes=doomed + listed[0])
@@ -261,7 +261,7 @@ def stored_live(item_id: str, raw: bytes | None, now_ms: int) -> MemoryItem:
     """The stored item, or NotFoundError if it is gone, unreadable or expired."""
     item = None if raw is None else decode_or_none(raw)
     if item is None:
-        raise NotFoundError(f"no memory with id {item_id!r}")
+        raise NotFoundError(f"no memory with id {shown(item_id)}")
     if item.is_expired(now_ms):
-        raise NotFoundError(f"memory {item_id!r} has expired (ttl_ms)")
+        raise NotFoundError(f"memory {shown(item_id)} has expired (ttl_ms)")
     return item

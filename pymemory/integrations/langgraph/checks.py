@@ -49,17 +49,17 @@ def _check_namespace(namespace: object, *, allow_empty: bool = True) -> tuple[st
     for label in labels:
         if not isinstance(label, str):
             raise InvalidNamespaceError(
-                f"namespace labels must be strings, got {type(label).__name__} in {labels!r}"
+                f"namespace labels must be strings, got {type(label).__name__} in {shown(labels)}"
             )
         if not label or "." in label or "\x00" in label:
             raise InvalidNamespaceError(
-                f"namespace label {label!r} in {labels!r} is empty or holds '.' or NUL"
+                f"namespace label {shown(label)} in {shown(labels)} is empty or holds '.' or NUL"
             )
         try:
             label.encode("utf-8")
         except UnicodeEncodeError:
             raise InvalidNamespaceError(
-                f"namespace label {label!r} holds a lone surrogate"
+                f"namespace label {shown(label)} holds a lone surrogate"
             ) from None
     return labels
 
@@ -133,7 +133,7 @@ def _check_paths(paths: object, name: str) -> list[str]:
             try:
                 tokenize_path(path)
             except Exception as exc:  # LangGraph's own parser decides what a path is
-                raise ValidationError(f"{name}: bad field path {path!r} ({exc})") from None
+                raise ValidationError(f"{name}: bad field path {shown(path)} ({exc})") from None
         out.append(path)
     return out
 
@@ -145,9 +145,11 @@ def _check_ttl_minutes(ttl: object) -> float | None:
         ttl = ttl.total_seconds() / 60
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
         raise ValidationError(f"ttl must be minutes (a number) or None, got {shown(ttl)}")
-    if not math.isfinite(ttl) or not 0 < ttl <= MAX_TTL_MINUTES:
+    # isfinite() of an int past float's range raises OverflowError: ask floats only.
+    if (isinstance(ttl, float) and not math.isfinite(ttl)) or not 0 < ttl <= MAX_TTL_MINUTES:
         raise ValidationError(
-            f"ttl must be a number of minutes in (0, {MAX_TTL_MINUTES}] (100 years), got {ttl}"
+            f"ttl must be a number of minutes in (0, {MAX_TTL_MINUTES}] (100 years), "
+            f"got {shown(ttl)}"
         )
     return float(ttl)
 
