@@ -68,7 +68,7 @@ class QFeatures:
 
 
 async def extract(
-    suite_name: str,
+    suite_name: str | Suite,
     embedder,
     *,
     speaker: bool = True,
@@ -78,7 +78,7 @@ async def extract(
     ``speaker=False`` drops the turns' speakers (nothing about them is indexed);
     ``dense_text(turns, i)`` replaces what is embedded (to try neighbour context): the
     cosines then come from float32 vectors of those texts."""
-    suite: Suite = load_suite(suite_name)
+    suite: Suite = suite_name if isinstance(suite_name, Suite) else load_suite(suite_name)
     if not speaker:
         suite = replace(
             suite, turns=tuple(replace(t, speaker=None) for t in suite.turns), turn_index={}

@@ -25,7 +25,7 @@ from .item import (
     MemoryVersion,
     check_id,
 )
-from .models.embedding import Embedder
+from .models.embedding import Embedder, reads
 from .retrieval.archive import search_archive
 from .retrieval.dense import DenseIndex
 from .retrieval.filters import item_matcher
@@ -857,13 +857,18 @@ class Memory:
         # The query is embedded (in the browser: in the model worker) while this thread
         # syncs and scores BM25: the call takes the longer of the two, not their sum.
         dense_index = self._dense
+        if dense_index is not None and not reads(dense_index.embedder, query):
+            dense_index = None  # its vectors of this query would be noise: BM25 alone
+            no_dense = "dense retrieval off for this query: the embedder does not read its script"
+        else:
+            no_dense = "dense retrieval off: no embedder; ranked by BM25"
         embedding = None if dense_index is None else dense_index.embed_query(query)
         try:
             await self._sync()  # what other writers added, changed or forgot
             now = self._clock()
             lexical = lexical_side(self._catalog, query, now)
             if dense_index is None:
-                dense, notes = None, ("dense retrieval off: no embedder; ranked by BM25",)
+                dense, notes = None, (no_dense,)
             else:
                 dense, notes = await dense_index.candidates(embedding, plan.fusion.depth)
         finally:

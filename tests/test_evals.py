@@ -414,7 +414,8 @@ async def test_harness_end_to_end_with_the_hashing_embedder(name):
         assert report.retriever == retriever
         assert report.overall.n == len(suite.questions)
         assert set(report.categories) == set(suite.categories)
-        for n in KS:
+        assert set(report.overall.recall) == {n for n in KS if n <= report.k}
+        for n in report.overall.recall:
             assert 0.0 <= report.overall.recall[n] <= 1.0
         r = report.overall.recall
         assert r[1] <= r[5] <= r[10]

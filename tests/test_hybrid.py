@@ -143,7 +143,7 @@ async def test_rrf_fuses_both_rankings_with_weights():
     await mem.embed_idle()
     k = 60.0
     off = relevance_floor(0, 0)
-    rrf = lambda **kw: compose(fusion(method="rrf", **kw), off)  # noqa: E731
+    rrf = lambda **kw: compose(fusion(method="rrf", context=(), **kw), off)  # noqa: E731
     result = await mem.retrieve("E4021", rrf(k=k, lexical=1, dense=1), trace=True)
     by_id = {c.id: c for c in result.trace}
     # exact is first in the BM25 ranking; its fused score includes that side's 1/(k+1).
@@ -167,7 +167,8 @@ async def test_score_fusion_adds_cosine_and_the_squared_lexical_share():
     exact = await mem.add("error code E4021 on the payment page")
     await mem.add("the payments page shows errors")
     await mem.embed_idle()
-    result = await mem.retrieve("E4021 payment", trace=True)
+    score = compose(fusion(method="score", lexical=1, dense=1, context=()))
+    result = await mem.retrieve("E4021 payment", score, trace=True)
     row = {c.id: c for c in result.trace}[exact.id]
     terms = ["e4021", "payment"]
     share = row.bm25 / mem._catalog.index.idf_mass(terms)

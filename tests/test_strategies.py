@@ -58,7 +58,7 @@ def test_default_keeps_everything_with_decay_and_feedback():
     assert plan.decay.rule("user_preference") == (None, 1.0)
     half_life, floor = plan.decay.rule("tool_result")
     assert half_life == 24 and 0 < floor < 1  # stale fast, but never dropped
-    assert plan.fusion == fusion() and plan.fusion.method == "score"
+    assert plan.fusion == fusion() and plan.fusion.method == "minmax"
     assert plan.floor == relevance_floor() and not plan.floor.off
     assert (plan.feedback.liked, plan.feedback.disliked, plan.feedback.important) == (1.5, 0.5, 1.5)
 

@@ -101,12 +101,13 @@ export type Strategy =
   | { kind: "feedback_weight"; liked?: number; disliked?: number; important?: number }
   | {
       kind: "fusion";
-      method?: "score" | "rrf";
+      method?: "minmax" | "score" | "rrf";
       k?: number;
       lexical?: number;
       dense?: number;
       power?: number;
       depth?: number;
+      context?: number[];
     }
   | { kind: "relevance_floor"; min_dense?: number; min_lexical?: number }
   | { kind: "compose"; strategies: Strategy[] };
@@ -131,14 +132,18 @@ export declare const strategies: {
   }): Strategy;
   feedbackWeight(opts?: { liked?: number; disliked?: number; important?: number }): Strategy;
   /** How relevance is made from BM25 and the embedding once an embedder is loaded:
-   * "score" (default) = dense * cosine + lexical * share ** power; "rrf" = rank fusion. */
+   * "minmax" (default) = lexical * bm25 / best + dense * cosine scaled over the
+   * candidates; "score" = dense * cosine + lexical * share ** power; "rrf" = rank fusion.
+   * context: how far a memory moves up towards a better-scoring neighbour turn (one
+   * weight per distance, default [0.5, 0.4]; [] turns it off). */
   fusion(opts?: {
-    method?: "score" | "rrf";
+    method?: "minmax" | "score" | "rrf";
     k?: number;
     lexical?: number;
     dense?: number;
     power?: number;
     depth?: number;
+    context?: number[];
   }): Strategy;
   /** Leave out memories below both thresholds (cosine, BM25 share); 0 and 0 turn it off. */
   relevanceFloor(opts?: { minDense?: number; minLexical?: number }): Strategy;
@@ -146,12 +151,15 @@ export declare const strategies: {
 };
 
 /** score = relevance × decay × feedbackWeight × timeMatch; relevance = densePart +
- * lexicalPart (hybrid: cosine and BM25 share squared; bm25 mode: the share; recency: 1). */
+ * lexicalPart + contextPart (hybrid: the fused cosine and BM25; bm25 mode: the share of
+ * the query's weight; recency: 1). */
 export interface ScoreParts {
   score: number;
   relevance: number;
   densePart: number;
   lexicalPart: number;
+  /** the lift from a better-scoring neighbour turn (fusion's context) */
+  contextPart: number;
   /** the raw BM25 score */
   bm25: number;
   decay: number;

@@ -58,8 +58,8 @@ export const strategies = Object.freeze({
     }),
   feedbackWeight: ({ liked, disliked, important } = {}) =>
     given({ kind: "feedback_weight", liked, disliked, important }),
-  fusion: ({ method, k, lexical, dense, power, depth } = {}) =>
-    given({ kind: "fusion", method, k, lexical, dense, power, depth }),
+  fusion: ({ method, k, lexical, dense, power, depth, context } = {}) =>
+    given({ kind: "fusion", method, k, lexical, dense, power, depth, context }),
   relevanceFloor: ({ minDense, minLexical } = {}) =>
     given({ kind: "relevance_floor", min_dense: minDense, min_lexical: minLexical }),
   compose: (...parts) => ({ kind: "compose", strategies: list(parts) }),

@@ -32,12 +32,14 @@ def item_js(item: MemoryItem) -> dict[str, Any]:
 
 def _scores_js(x: ScoredMemory | Candidate) -> dict[str, Any]:
     """The ranking factors a scored memory and a trace row share: ``score = relevance x
-    decay x feedbackWeight x timeMatch``, ``relevance = densePart + lexicalPart``."""
+    decay x feedbackWeight x timeMatch``, ``relevance = densePart + lexicalPart +
+    contextPart``."""
     return {
         "score": x.score,
         "relevance": x.relevance,
         "densePart": x.dense_part,
         "lexicalPart": x.lexical_part,
+        "contextPart": x.context_part,
         "bm25": x.bm25,
         "dense": x.dense,
         "decay": x.decay,

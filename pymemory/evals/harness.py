@@ -21,10 +21,10 @@ To score many rankings on one loaded suite (tuning), use :func:`load` once and
 
 Metrics (``k`` = 10 by default; gold = the question's gold turns):
 
-* **Recall@n** (n = 1, 5, 10): the fraction of a question's evidence pieces found in
-  the top n (a piece is found when any of its turns is), averaged over the answerable
-  questions. With one piece this is the hit rate; multi-session questions need all
-  their pieces for full credit.
+* **Recall@n** (n = 1, 5, 10, and 20 when k >= 20): the fraction of a question's
+  evidence pieces found in the top n (a piece is found when any of its turns is),
+  averaged over the answerable questions. With one piece this is the hit rate;
+  multi-session questions need all their pieces for full credit.
 * **MRR**: the mean of 1 / (rank of the first gold turn in the top k), 0 when none is.
 * **Latency**: wall time of one ``search`` call (query embedding included), p50 and p95
   in milliseconds.
@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 RETRIEVERS = ("bm25", "dense", "hybrid")
-KS = (1, 5, 10)
+KS = (1, 5, 10, 20)
 
 RetrieverFactory = Callable[[Memory], Retriever]
 
@@ -176,7 +176,8 @@ def _metrics(results: Sequence[QuestionResult], *, with_auroc: bool) -> Metrics:
     recall = None
     mrr = None
     if answerable:
-        recall = {n: float(np.mean([r.recall[n] for r in answerable])) for n in KS}  # type: ignore[index]
+        ns = [n for n in KS if all(n in r.recall for r in answerable)]  # type: ignore[operator]
+        recall = {n: float(np.mean([r.recall[n] for r in answerable])) for n in ns}  # type: ignore[index]
         mrr = float(np.mean([1.0 / r.rank if r.rank else 0.0 for r in answerable]))
     unanswerable = [r for r in results if r.recall is None]
     auc = None
@@ -200,8 +201,8 @@ def _metrics(results: Sequence[QuestionResult], *, with_auroc: bool) -> Metrics:
 
 
 def _check_k(k: object) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or k < max(KS):
-        raise ValidationError(f"k must be an int >= {max(KS)}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 10:
+        raise ValidationError("k must be an int >= 10")
 
 
 def _score(question: Question, ranked: list[str], k: int) -> tuple[int | None, dict | None]:
@@ -210,7 +211,7 @@ def _score(question: Question, ranked: list[str], k: int) -> tuple[int | None, d
     cited = set(question.gold_ids)
     rank = next((i for i, t in enumerate(ranked[:k], start=1) if t in cited), None)
     recall = {}
-    for n in KS:
+    for n in (n for n in KS if n <= k):
         top = set(ranked[:n])
         found = sum(not top.isdisjoint(piece) for piece in question.gold)
         recall[n] = found / len(question.gold)
@@ -441,7 +442,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 
 REPORT_HEADERS = (
-    "retriever", "group", "n", "R@1", "R@5", "R@10", "MRR", "p50 ms", "p95 ms", "AUROC",
+    "retriever", "group", "n", "R@1", "R@5", "R@10", "R@20", "MRR", "p50 ms", "p95 ms", "AUROC",
     "abstain",
 )  # fmt: skip
 
@@ -459,6 +460,7 @@ def report_rows(report: Report) -> list[list[str]]:
             _fmt(r.get(1)),
             _fmt(r.get(5)),
             _fmt(r.get(10)),
+            _fmt(r.get(20)),
             _fmt(m.mrr),
             _fmt(m.p50_ms, 2),
             _fmt(m.p95_ms, 2),

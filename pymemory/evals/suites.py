@@ -31,7 +31,7 @@ a ``kind``:
     points at them, ``mixed`` is in between. ``depth`` (long-context-recall only) is the
     needle's position in the history, 0..1, by token count.
 
-The two suites:
+The suites:
 
 ``multi-turn-memory``
     One user's conversations with an assistant over eight weeks: 54 questions in six
@@ -58,6 +58,18 @@ The two suites:
     Conversations 0-5 are the ``tune`` split, 6-9 the ``heldout`` split (other people,
     names, titles and question wordings). Written by a seeded generator,
     ``benchmarks/make_conversations.py``.
+
+``chinese-messages``
+    Twelve people's message histories in Simplified Chinese, written by hand: what a
+    person types to a personal assistant over three to six months (13-15 dated sessions,
+    61-85 turns each, mostly the user's, one memory per turn) about family and friends,
+    phone numbers (some in full-width digits or with spaces and dashes), e-mail
+    addresses, places, dates, prices, order and flight numbers and licence plates, amid
+    chit-chat, near-miss distractors and facts that change. 340 questions in five
+    categories (single-hop, multi-hop, temporal, knowledge-update, preference), asked
+    after the last turn: some terse, many chatty with small talk before the ask, a few
+    rambling; some share only a number or a name with their evidence, some are worded
+    apart from it. Knowledge-update questions cite the latest turn stating the fact.
 
 All text was written for pymemory; none is taken from LongMemEval, LoCoMo or other
 benchmarks.
@@ -89,6 +101,7 @@ SUITES: dict[str, str] = {
     "multi-turn-memory": "multi_turn_memory.jsonl",
     "long-context-recall": "long_context_recall.jsonl",
     "long-conversations": "long_conversations.jsonl",
+    "chinese-messages": "chinese_messages.jsonl",
 }
 
 #: The category whose questions have no answer in memory (unless a suite names others).

@@ -54,10 +54,25 @@ class Embedder(Protocol):
     """Identifies the model and its settings (vectors of different names do not mix)."""
     dim: int
     """Length of every vector."""
+    # Optional: ``multilingual = False`` says the model reads Latin-script text only;
+    # retrieval then ranks queries in other scripts by BM25 alone (see :func:`reads`).
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """A float32 array of shape ``(len(texts), dim)`` with L2-normalised rows."""
         ...
+
+
+def reads(embedder: Embedder, text: str) -> bool:
+    """Whether ``embedder`` can read ``text``: an embedder that says it is not
+    ``multilingual`` (an optional attribute; absent means it is) reads text whose letters
+    are mostly Latin, and nothing else (MiniLM's vectors of Chinese are noise)."""
+    if getattr(embedder, "multilingual", True):
+        return True
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return True
+    other = sum(1 for c in letters if ord(c) > 0x24F and not 0x1E00 <= ord(c) <= 0x1EFF)
+    return other * 2 <= len(letters)
 
 
 class EmbedderUnavailableError(PymemoryError):
@@ -208,7 +223,7 @@ async def load_embedder(name: str, **options: Any) -> Embedder:
     """
     if name not in EMBEDDERS:
         raise EmbedderUnavailableError(
-            f"unknown embedder {name!r}; choose one of {', '.join(sorted(EMBEDDERS))}"
+            f"unknown embedder {shown(name)}; choose one of {', '.join(sorted(EMBEDDERS))}"
         )
     module_name, factory_name = EMBEDDERS[name]
     hint = (
@@ -220,7 +235,7 @@ async def load_embedder(name: str, **options: Any) -> Embedder:
         factory = getattr(module, factory_name)
     except (ImportError, AttributeError) as exc:
         raise EmbedderUnavailableError(
-            f"embedder {name!r} is not available ({exc}); {hint}"
+            f"embedder {shown(name)} is not available ({exc}); {hint}"
         ) from exc
     try:
         made = factory(**options)
@@ -229,7 +244,9 @@ async def load_embedder(name: str, **options: Any) -> Embedder:
     except PymemoryError:
         raise
     except (ImportError, OSError) as exc:
-        raise EmbedderUnavailableError(f"embedder {name!r} could not load: {exc}; {hint}") from exc
+        raise EmbedderUnavailableError(
+            f"embedder {shown(name)} could not load: {exc}; {hint}"
+        ) from exc
     if not isinstance(made, Embedder):
         raise EmbedderUnavailableError(
             f"{module_name}.{factory_name} returned {type(made).__name__}, not an Embedder"

@@ -72,8 +72,11 @@ class MiniLmEmbedder:
     padding, if any, is switched off. Texts are embedded shortest first in batches of at
     most ``batch_size`` texts and ``max_batch_tokens`` padded token slots, so short texts
     go in large batches and long ones in small batches, with little padding either way
-    (the vectors do not depend on the batching).
+    (the vectors do not depend on the batching). An English model: it reads Latin-script
+    text only (``multilingual = False``).
     """
+
+    multilingual = False
 
     def __init__(
         self,

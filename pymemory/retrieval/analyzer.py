@@ -45,6 +45,11 @@ Pipeline, applied by :func:`analyze`:
    ``"classes"`` -> ``class``, ``"boxes"`` -> ``box``. Words with digits, non-ASCII
    letters and words under four letters are never stemmed.
 
+5. **Join digit groups**: a number written in groups (``"139 1108 2267"``,
+   ``"159-0213-6677"``, at least :data:`MIN_JOINED_DIGITS` digits) also gives the number
+   whole (``13911082267``), appended after the other terms, so a phone number matches
+   however either side grouped it.
+
 The output keeps the order in which terms occur (per CJK run: unigrams, then bigrams),
 keeps repeats (BM25 counts term frequency) and depends on nothing but the input.
 
@@ -60,9 +65,11 @@ from functools import lru_cache
 __all__ = [
     "CJK_STOP_CHARS",
     "MAX_TOKEN_CHARS",
+    "MIN_JOINED_DIGITS",
     "STOPWORDS",
     "analyze",
     "analyze_query",
+    "is_cjk",
     "normalize",
     "stem",
 ]
@@ -129,6 +136,14 @@ _MARKS = (
     "\u06d6-\u06ed\u0900-\u0dff\u0e00-\u0eff\u1ab0-\u1aff\u1dc0-\u1dff"
     "\u20d0-\u20ff\ufe20-\ufe2f"
 )
+
+_CJK_RE = re.compile(f"[{_CJK_RANGES}]+")
+
+
+def is_cjk(term: str) -> bool:
+    """Whether ``term`` is made of CJK characters only (a unigram or bigram of a run)."""
+    return _CJK_RE.fullmatch(term) is not None
+
 
 _WORD_START = rf"[^\W_{_CJK_RANGES}]"
 _WORD_CHAR = rf"(?:[^\W_{_CJK_RANGES}]|[{_MARKS}])"
@@ -241,8 +256,26 @@ def normalize(text: str) -> str:
 _normalize = normalize
 
 
+# Digit groups written apart ("139 1108 2267", "07700 900123", "159-0213-6677"): the
+# number they spell is also a term, so it matches however it was grouped.
+_DIGIT_GROUPS = re.compile(r"(?<!\w)(?<!\d\.)\d+(?:[ \-]\d+)+(?!\w)(?!\.\d)")
+MIN_JOINED_DIGITS = 7
+
+
+def _joined_numbers(text: str) -> list[str]:
+    if not any(c.isdigit() for c in text):
+        return []
+    out = []
+    for m in _DIGIT_GROUPS.finditer(text):
+        digits = m.group().replace(" ", "").replace("-", "")
+        if MIN_JOINED_DIGITS <= len(digits) <= MAX_TOKEN_CHARS:
+            out.append(digits)
+    return out
+
+
 def analyze(text: str) -> list[str]:
-    """Return the index terms of ``text`` in order of occurrence (repeats kept).
+    """Return the index terms of ``text`` in order of occurrence (repeats kept), then the
+    numbers spelled by digit groups written apart (``"139 1108 2267"`` -> ``13911082267``).
 
     >>> analyze("The user's favourite scripts are in ~/bin")
     ['user', 'favourite', 'script', 'bin']
@@ -251,9 +284,10 @@ def analyze(text: str) -> list[str]:
     """
     if not isinstance(text, str):
         raise TypeError(f"analyze() expects str, got {type(text).__name__}")
+    text = _normalize(text)
     out: list[str] = []
     append = out.append
-    for cjk, word in _TOKEN_RE.findall(_normalize(text)):
+    for cjk, word in _TOKEN_RE.findall(text):
         if word:
             term = _word_term(word)
             if term is not None:
@@ -261,6 +295,7 @@ def analyze(text: str) -> list[str]:
         else:
             out.extend(ch for ch in cjk if ch not in CJK_STOP_CHARS)
             out.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
+    out += _joined_numbers(text)
     return out
 
 

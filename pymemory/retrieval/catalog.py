@@ -5,6 +5,7 @@ incrementally; the KV store stays the truth."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
@@ -17,6 +18,16 @@ from .bm25 import Bm25Index
 
 NO_EXPIRY = np.iinfo(np.int64).max
 TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
+#: Two memories of one scope are turns of one conversation (each other's context) when no
+#: more than this passes between them.
+CONTEXT_GAP_MS = 30 * 60 * 1000
+#: Bumped when :func:`index_text` changes what it makes of an item (snapshots from before
+#: are rebuilt).
+INDEX_TEXT_VERSION = 2
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)  # fmt: skip
 
 
 def speaker_of(item: MemoryItem) -> str | None:
@@ -25,15 +36,24 @@ def speaker_of(item: MemoryItem) -> str | None:
     return speaker.strip() or None if isinstance(speaker, str) else None
 
 
+def month_words(ts_ms: int) -> str:
+    """The month and year of a timestamp as words (UTC): ``"March 2026"``."""
+    day = dt.datetime.fromtimestamp(ts_ms / 1000, tz=dt.UTC)
+    return f"{_MONTHS[day.month - 1]} {day.year}"
+
+
 def index_text(item: MemoryItem) -> str:
-    """What BM25 sees: the speaker (if any), the raw text, the summary (if it adds words)
-    and the tags. Indexing the speaker lets "what did Maya adopt?" prefer Maya's turns."""
+    """What BM25 sees: the speaker (if any), the raw text, the summary (if it adds words),
+    the tags, and the month and year it was written. Indexing the speaker lets "what did
+    Maya adopt?" prefer Maya's turns; the date lets "what happened in March 2026?" find
+    what was said then."""
     speaker = speaker_of(item)
     parts = [] if speaker is None else [speaker]
     parts.append(item.text)
     if item.content not in item.text:
         parts.append(item.content)
     parts.extend(item.tags)
+    parts.append(month_words(item.timestamp))
     return "\n".join(parts)
 
 
@@ -152,6 +172,7 @@ class Catalog:
         self.tag_slots: dict[str, set[int]] = {}
         self.index = Bm25Index()
         self.mutations = 0  # items put or removed so far (when to write a new snapshot)
+        self._context: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._alloc(1024)
 
     def _alloc(self, capacity: int) -> None:
@@ -250,6 +271,28 @@ class Catalog:
     def live_slots(self) -> np.ndarray:
         return np.flatnonzero(self.alive[: len(self.id_at)])
 
+    def context_order(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(order, pos, run)``: the live slots in conversation order (by scope, then
+        time, then slot: a bulk import's turns of one timestamp keep the order they were
+        added in), ``pos[slot]`` a slot's index in ``order`` (-1 if not live), and
+        ``run[i]`` the conversation ``order[i]`` belongs to (a new one at every change of
+        scope or gap over :data:`CONTEXT_GAP_MS`). Kept until the next put or remove."""
+        cached = self._context
+        if cached is not None and cached[0] == self.mutations:
+            return cached[1], cached[2], cached[3]
+        live = self.live_slots()
+        scope, ts = self.scope_code[live], self.ts[live]
+        by = np.lexsort((live, ts, scope))
+        order = live[by]
+        pos = np.full(len(self.id_at), -1, dtype=np.int64)
+        pos[order] = np.arange(len(order))
+        scope, ts = scope[by], ts[by]
+        new_run = np.ones(len(order), dtype=bool)
+        new_run[1:] = (scope[1:] != scope[:-1]) | (ts[1:] - ts[:-1] > CONTEXT_GAP_MS)
+        run = np.cumsum(new_run)
+        self._context = (self.mutations, order, pos, run)
+        return order, pos, run
+
     def expired_ids(self, now_ms: int) -> list[str]:
         n = len(self.id_at)
         slots = np.flatnonzero(self.alive[:n] & (self.expires[:n] <= now_ms))
@@ -313,6 +356,7 @@ class Catalog:
         self, meta: dict[str, Any], arrays: dict[str, np.ndarray], strings: dict[str, list[str]]
     ) -> None:
         """Replace this catalog's content (in place) with a :meth:`to_state`."""
+        self._context = None
         id_at: list[str | None] = [i or None for i in strings["id_at"]]
         n = len(id_at)
         live = [i for i in id_at if i is not None]  # items in slot order

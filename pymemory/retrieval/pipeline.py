@@ -6,13 +6,19 @@ Rank::
 
 * **relevance** comes from the query alone. With an embedder (``hybrid``): the memories
   BM25 matches and the ``depth`` nearest by embedding are the candidates, and relevance is
-  their fusion (``strategies.Fusion``: by default ``max(cosine, 0) + share ** 2``, where
-  ``share`` is the BM25 score over the query's idf mass). Without one (``bm25``): the
-  share alone. An empty query (or one of stopwords only) makes every live item a
-  candidate with relevance 1 (``recency``). Relevance is the sum of a dense part and a
-  lexical part, both in the trace.
-* **relevance floor**: a candidate whose cosine is below ``min_dense`` and whose share is
-  below ``min_lexical`` is cut (``below_floor``): nothing relevant means nothing injected.
+  their fusion (``strategies.Fusion``: by default per-query min-max, ``0.4 * bm25 / best +
+  0.6 * scaled cosine``, times the query's confidence). Without one (``bm25``): the share
+  of the query's BM25 weight a memory matches. Either way a candidate is then lifted
+  towards a better-scoring neighbour turn (``Fusion.context``, :func:`context_lift`). An
+  empty query (or one of stopwords only) makes every live item a candidate with
+  relevance 1 (``recency``). Relevance is the sum of a dense, a lexical and a context
+  part, all in the trace. An embedder that cannot read the query's script (MiniLM and
+  Chinese) sits the query out: it is ranked by BM25, with a note.
+* **relevance floor**: a candidate is cut (``below_floor``) unless its cosine reaches
+  ``min_dense`` or its lexical evidence reaches ``min_lexical``: the larger of its share
+  of the query's weight and of the weight of the query's question sentences (small talk
+  before the question does not dilute a match), or 1 if it holds a key term of the query
+  (a number, code or id that few memories hold). Nothing relevant means nothing injected.
 * **decay** (per memory type), **feedback** and **time_match** (a lift for memories inside
   a span the query names: "last weekend") multiply; with their defaults they re-rank
   comparably relevant memories and cannot lift chatter above a clear answer.
@@ -26,17 +32,21 @@ still fit).
 from __future__ import annotations
 
 import datetime as dt
+import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from ..encoder import RuleEncoder, split_sentences
 from ..item import MEMORY_TYPES, MemoryItem
-from .analyzer import analyze
+from .analyzer import analyze, analyze_query, is_cjk
+from .bm25 import Bm25Index
 from .catalog import TYPE_CODE, Catalog
-from .fusion import lexical_share, rrf_fusion, score_fusion
+from .fusion import lexical_share, minmax_fusion, rrf_fusion, score_fusion
 from .plan import Plan
 from .strategies import HOUR_MS
 from .tokens import TokenCounter
@@ -87,16 +97,78 @@ class LexicalSide:
     slots: np.ndarray  # every slot scoring above zero, ascending
     scores: np.ndarray
     mutations: int
+    # The lexical evidence of each slot for the relevance floor, 0..1: the larger of its
+    # share of the query's weight, its share of the ask's weight (the question sentences
+    # of a chatty query), and 1 where it holds one of the query's key terms.
+    evidence: np.ndarray | None = None
+
+
+# Sentences of a query; the ones ending in a question mark are its ask.
+_SENTENCE_RE = re.compile(r"[^.!?。！？;；\n]+[.!?。！？;；\n]*")
+_ASK_END = ("?", "？")
+# A key term holds a digit, has at least this many characters, and is rare in the store:
+# its idf at least this share of the largest idf there is (a term in one memory).
+KEY_MIN_CHARS = 3
+KEY_MIN_IDF = 0.5
+
+
+def ask_of(query: str) -> str | None:
+    """The question sentences of a query that says more than its question (the last
+    sentence when none ends in a question mark); None for a one-sentence query."""
+    sentences = [m.group().strip() for m in _SENTENCE_RE.finditer(query)]
+    sentences = [x for x in sentences if x.rstrip(".!?。！？;；").strip()]
+    if len(sentences) < 2:
+        return None
+    asks = [x for x in sentences if x.endswith(_ASK_END)] or sentences[-1:]
+    return " ".join(asks)
+
+
+def key_terms(index: Bm25Index, terms: Sequence[str]) -> list[str]:
+    """The query terms that single out a memory however long the query: numbers, codes
+    and ids (a digit, :data:`KEY_MIN_CHARS`+ characters) that few memories hold."""
+    n = len(index)
+    if n == 0:
+        return []
+    top = math.log(1.0 + (n - 0.5) / 1.5)  # the idf of a term held by one memory
+    return [
+        t for t in dict.fromkeys(terms)
+        if len(t) >= KEY_MIN_CHARS and any(c.isdigit() for c in t)
+        and index.doc_freq(t) > 0 and index.idf(t) >= KEY_MIN_IDF * top
+    ]  # fmt: skip
+
+
+def query_mass(index: Bm25Index, terms: Sequence[str]) -> float:
+    """The query's weight, against which a memory's BM25 score is its share: the idf of
+    every term, a term no memory holds included (a query about unknown things matches
+    a small share), except a CJK bigram no memory holds: unsegmented text makes one at
+    every word boundary ("号是", "是谁"), and those say nothing about the question."""
+    return sum(
+        index.idf(t) for t in terms
+        if not (len(t) == 2 and is_cjk(t) and index.doc_freq(t) == 0)
+    )  # fmt: skip
 
 
 def lexical_side(catalog: Catalog, query: str, now_ms: int) -> LexicalSide:
     window, terms = lexical_query(query, now_ms)
-    if terms:
-        slots, scores = catalog.index.scores(terms)
-        idf_mass = catalog.index.idf_mass(terms)
-    else:
-        slots, scores, idf_mass = np.zeros(0, np.int64), np.zeros(0), 0.0
-    return LexicalSide(window, terms, idf_mass, slots, scores, catalog.mutations)
+    index = catalog.index
+    if not terms:
+        empty = np.zeros(0, np.int64)
+        return LexicalSide(window, terms, 0.0, empty, np.zeros(0), catalog.mutations, None)
+    slots, scores = index.scores(terms)
+    idf_mass = query_mass(index, terms)
+    evidence = lexical_share(scores, idf_mass)
+    ask = ask_of(query)
+    ask_terms = [] if ask is None else lexical_query(ask, now_ms)[1]
+    if ask_terms:
+        a_slots, a_scores = index.scores(ask_terms)
+        at = np.searchsorted(slots, a_slots)  # the ask's terms are the query's
+        share = lexical_share(a_scores, query_mass(index, ask_terms))
+        evidence[at] = np.maximum(evidence[at], share)
+    keys = key_terms(index, terms)
+    if keys:
+        k_slots, _ = index.scores(keys)
+        evidence[np.searchsorted(slots, k_slots)] = 1.0
+    return LexicalSide(window, terms, idf_mass, slots, scores, catalog.mutations, evidence)
 
 
 @dataclass(frozen=True)
@@ -116,6 +188,7 @@ class ScoredMemory:
     relevance: float = 0.0
     lexical_part: float = 0.0
     dense_part: float = 0.0
+    context_part: float = 0.0
     time_match: float = 1.0
 
 
@@ -138,6 +211,7 @@ class Candidate:
     relevance: float = 0.0
     lexical_part: float = 0.0
     dense_part: float = 0.0
+    context_part: float = 0.0
     time_match: float = 1.0
 
 
@@ -253,9 +327,9 @@ def lexical_query(query: str, now_ms: int) -> tuple[tuple[int, int] | None, list
     """(the time span a phrase in ``query`` names, the BM25 terms of the rest)."""
     found = find_time_phrase(query, now_ms)
     if found is None:
-        return None, analyze(query)
+        return None, analyze_query(query)
     window, (start, end) = found
-    return window, analyze(f"{query[:start]} {query[end:]}")
+    return window, analyze_query(f"{query[:start]} {query[end:]}")
 
 
 def relevance_of(
@@ -265,29 +339,71 @@ def relevance_of(
     idf_mass: float,
     cosine: np.ndarray | None,
     ts: np.ndarray,
+    evidence: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(relevance, dense part, lexical part, passes the floor) of each candidate."""
+    """(relevance, dense part, lexical part, passes the floor) of each candidate.
+    ``evidence``: each candidate's lexical evidence for the floor (``LexicalSide``), by
+    default its share of the query's BM25 weight."""
     n = len(bm25)
     if mode == "recency":
         return np.ones(n), np.zeros(n), np.ones(n), np.ones(n, dtype=bool)
     share = lexical_share(bm25, idf_mass)
     f, floor = plan.fusion, plan.floor
+    if evidence is None:
+        evidence = share
+    lexical_ok = (bm25 > 0) & (evidence >= floor.min_lexical)
     if mode == "bm25":
         dense_part, lexical_part = np.zeros(n), share
-        passes = floor.off | ((bm25 > 0) & (share >= floor.min_lexical))
+        passes = floor.off | lexical_ok
     else:
         assert cosine is not None
         if f.method == "rrf":
             dense_part, lexical_part = rrf_fusion(
                 cosine, bm25, ts, lexical=f.lexical, dense=f.dense, k=f.k
             )
+        elif f.method == "minmax":
+            dense_part, lexical_part = minmax_fusion(
+                cosine, bm25, share, lexical=f.lexical, dense=f.dense
+            )
         else:
             dense_part, lexical_part = score_fusion(
                 cosine, share, lexical=f.lexical, dense=f.dense, power=f.power
             )
         cos = np.nan_to_num(cosine, nan=-1.0)
-        passes = floor.off | (cos >= floor.min_dense) | ((bm25 > 0) & (share >= floor.min_lexical))
+        passes = floor.off | (cos >= floor.min_dense) | lexical_ok
     return dense_part + lexical_part, dense_part, lexical_part, np.asarray(passes)
+
+
+def context_lift(
+    catalog: Catalog, slots: np.ndarray, relevance: np.ndarray, weights: Sequence[float]
+) -> np.ndarray:
+    """How much each candidate gains from its neighbours (``Fusion.context``): it moves
+    ``weights[d - 1]`` of the way up to the better of the two memories ``d`` places
+    before and after it in its conversation (``Catalog.context_order``); the best such
+    move counts. Memories that are not candidates count as relevance 0."""
+    lift = np.zeros(len(slots))
+    if not weights or len(slots) == 0:
+        return lift
+    order, pos, run = catalog.context_order()
+    p = pos[slots]
+    known = p >= 0
+    p, rel = p[known], relevance[known]
+    offsets, w = _context_offsets(tuple(weights))
+    # Every (distance, side) at once: the positions d before and after each candidate.
+    q = np.clip(p[None, :] + offsets, 0, len(order) - 1)
+    at = np.zeros(len(order))  # relevance by position in the conversation order
+    at[p] = rel
+    near = np.where((run[q] == run[p]) & (np.abs(q - p) == np.abs(offsets)), at[q], 0.0)
+    lift[known] = np.maximum((w * (near - rel)).max(axis=0), 0.0)
+    return lift
+
+
+@lru_cache(maxsize=64)
+def _context_offsets(weights: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(-1, 1, -2, 2, ...) as a column, and each offset's weight as a column."""
+    d = np.repeat(np.arange(1, len(weights) + 1), 2)
+    offsets = (d * np.tile([-1, 1], len(weights)))[:, None]
+    return offsets, np.repeat(np.asarray(weights, dtype=np.float64), 2)[:, None]
 
 
 def retrieve(
@@ -337,9 +453,17 @@ def retrieve(
     ts = catalog.ts[slots]
     if mode == "recency":
         window = None
+    evidence = None
+    if mode != "recency" and lexical.evidence is not None:
+        evidence = np.zeros(len(slots))
+        evidence[np.searchsorted(slots, lexical.slots)] = lexical.evidence
     relevance, dense_part, lexical_part, passes = relevance_of(
-        plan, mode, bm25, idf_mass, cosine, ts
+        plan, mode, bm25, idf_mass, cosine, ts, evidence
     )
+    context_part = np.zeros(len(slots))
+    if mode != "recency":
+        context_part = context_lift(catalog, slots, relevance, plan.fusion.context)
+        relevance = relevance + context_part
     decay = decay_factor(plan, ts, now_ms, catalog.type_code[slots])
     fbw = feedback_factor(plan, catalog.net_feedback[slots], catalog.important[slots])
     tmatch = time_match_factor(plan, ts, window)
@@ -363,6 +487,7 @@ def retrieve(
             "relevance": float(relevance[i]),
             "lexical_part": float(lexical_part[i]),
             "dense_part": float(dense_part[i]),
+            "context_part": float(context_part[i]),
             "time_match": float(tmatch[i]),
         }
         if reason[i]:

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..storage import KvBackend, Writes, changes, schema
 from .analyzer import CJK_STOP_CHARS, STOPWORDS, analyze
+from .catalog import INDEX_TEXT_VERSION
 
 log = logging.getLogger("pymemory")
 
@@ -64,7 +65,8 @@ _PROBE = "The Memories of ÉCOLE naïve café, scripts running; 東京の天気�
 def analyzer_version() -> str:
     """A fingerprint of what the analyzer makes of text: a snapshot's BM25 terms are only
     valid under the analyzer that produced them."""
-    parts = [repr(analyze(_PROBE)), ",".join(sorted(STOPWORDS)), "".join(sorted(CJK_STOP_CHARS))]
+    parts = [repr(analyze(_PROBE)), ",".join(sorted(STOPWORDS)), "".join(sorted(CJK_STOP_CHARS)),
+             str(INDEX_TEXT_VERSION)]  # fmt: skip
     return f"{zlib.crc32(chr(0).join(parts).encode()):08x}"
 
 

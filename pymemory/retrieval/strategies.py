@@ -10,23 +10,27 @@ How they score (``pipeline.py``)::
 
     score = relevance x decay x feedback x time_match
 
-``relevance`` comes from the query alone (``fusion``): with an embedder, the cosine plus
-the lexical share squared (the share of the query's BM25 weight a memory matches), so a
-match on a rare name counts a lot and one on a common word little; without one, the
-lexical share. ``decay``, ``feedback`` and ``time_match`` only re-rank: by default
+``relevance`` comes from the query alone (``fusion``): with an embedder, BM25 scaled by the
+best candidate's and the cosine scaled between the worst and the best candidate's, added
+(0.4 / 0.6) and times the query's confidence; without one, the share of the query's BM25
+weight a memory matches; either way lifted towards a better-scoring neighbour turn
+(``context``). ``decay``, ``feedback`` and ``time_match`` only re-rank: by default
 messages and preferences do not decay at all, tool results and system events fall to
 x0.5 / x0.7, feedback gives x0.5..x2.25 and a time phrase x1.5, so they order comparably
 relevant memories and do not lift chatter over a clear answer
 (``tests/test_ranking.py`` holds that as a property). ``relevance_floor`` leaves out
 memories that are not relevant at all.
 
-The defaults were chosen on the tuning split of the ``long-conversations`` suite and the
-two small suites (``benchmarks/tune_retrieval.py``; docs/BENCHMARKS.md has the grids and
-the held-out numbers).
+The fusion defaults were chosen on the tune half of the LoCoMo dev split (real
+conversations, ``benchmarks/eval_retrieval.py``), and checked on its other half and on
+every shipped suite; docs/BENCHMARKS.md has the grids and the numbers. The decay and
+floor defaults come from ``benchmarks/tune_retrieval.py`` on the generated suites (they
+re-rank and abstain; they were not re-chosen).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -63,13 +67,19 @@ UNIFORM_HALF_LIFE_HOURS = 720.0
 UNIFORM_FLOOR = 0.5
 #: Lift for memories written inside a time span the query names ("last weekend").
 QUERY_WINDOW_BOOST = 1.5
-FUSION_METHODS = ("score", "rrf")
-FUSION_METHOD = "score"
+FUSION_METHODS = ("minmax", "score", "rrf")
+#: Chosen on the tune half of the LoCoMo dev split (real conversations), checked on its
+#: other half and on every shipped suite (``benchmarks/eval_locomo.py``, docs/BENCHMARKS.md).
+FUSION_METHOD = "minmax"
 FUSION_K = 60.0
-FUSION_LEXICAL = 1.0
-FUSION_DENSE = 1.0
+FUSION_LEXICAL = 0.4
+FUSION_DENSE = 0.6
 FUSION_POWER = 2.0
 FUSION_DEPTH = 100
+#: A memory moves this share of the way up to a better-scoring neighbour (the memory just
+#: before or after it in the same conversation), then the next one out, ...
+FUSION_CONTEXT = (0.5, 0.4)
+MAX_CONTEXT_TURNS = 8
 FLOOR_MIN_DENSE = 0.15
 FLOOR_MIN_LEXICAL = 0.05
 FEEDBACK_LIKED = 1.5
@@ -162,10 +172,19 @@ class Fusion:
     on (taking the ``depth`` nearest memories by embedding as candidates, with every
     memory BM25 matches).
 
-    ``method="score"`` (default): ``dense * max(cosine, 0) + lexical * share ** power``,
-    where ``share`` is the memory's BM25 score over the query's total idf (the share of
-    the query's weight it matches, 0..1). ``method="rrf"``: reciprocal-rank fusion,
-    ``dense / (k + dense rank) + lexical / (k + BM25 rank)``.
+    ``method="minmax"`` (default): ``lexical * bm25 / best bm25 + dense * (cosine - worst)
+    / (best - worst)`` over the query's candidates, times the query's confidence (the best
+    candidate's absolute evidence: its cosine or its share of the query's BM25 weight), so
+    scores still compare across queries. ``method="score"``: ``dense * max(cosine, 0) +
+    lexical * share ** power``, where ``share`` is the memory's BM25 score over the
+    query's total idf (0..1). ``method="rrf"``: reciprocal-rank fusion, ``dense / (k +
+    dense rank) + lexical / (k + BM25 rank)``.
+
+    ``context`` (every method, and BM25 alone): a turn means what it means beside its
+    neighbours. A memory moves ``context[0]`` of the way up to the relevance of a
+    better-scoring neighbour (the memory just before or after it in the same scope, with
+    no gap of more than ``CONTEXT_GAP_MS`` between them), ``context[1]`` towards the one
+    two away, and so on; ``()`` turns it off.
     """
 
     k: float = FUSION_K
@@ -174,6 +193,7 @@ class Fusion:
     depth: int = FUSION_DEPTH
     method: str = FUSION_METHOD
     power: float = FUSION_POWER
+    context: tuple[float, ...] = FUSION_CONTEXT
     kind: str = field(default="fusion", init=False)
 
 
@@ -361,6 +381,7 @@ def fusion(
     *,
     method: str = FUSION_METHOD,
     power: float = FUSION_POWER,
+    context: Iterable[float] = FUSION_CONTEXT,
 ) -> Fusion:
     """See :class:`Fusion`. ``k`` is used by ``method="rrf"``, ``power`` by ``"score"``."""
     if method not in FUSION_METHODS:
@@ -374,7 +395,15 @@ def fusion(
         raise StrategyError("fusion.power must be in (0, 8]")
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 10_000:
         raise StrategyError("fusion.depth must be an int in 1..10000")
-    return Fusion(float(k), float(lexical), float(dense), depth, method, float(power))
+    if isinstance(context, (str, bytes, Mapping)) or not isinstance(context, Iterable):
+        raise StrategyError("fusion.context must be a list of numbers in 0..1")
+    context = tuple(itertools.islice(context, MAX_CONTEXT_TURNS + 1))
+    if len(context) > MAX_CONTEXT_TURNS:
+        raise StrategyError(f"fusion.context takes at most {MAX_CONTEXT_TURNS} weights")
+    weights = tuple(float(_number("fusion.context", w)) for w in context)
+    if any(w > 1 for w in weights):
+        raise StrategyError("fusion.context weights must be in 0..1")
+    return Fusion(float(k), float(lexical), float(dense), depth, method, float(power), weights)
 
 
 def relevance_floor(
