@@ -185,8 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(needs_db=False)
     p.add_argument(
         "suite", metavar="SUITE",
-        help="multi-turn-memory, long-context-recall, long-conversations, or a suite file "
-        "(JSON Lines)",
+        help="multi-turn-memory, long-context-recall, long-conversations, chinese-messages, "
+        "a suite file (JSON Lines), or a copy of LoCoMo's data (a .json file)",
     )  # fmt: skip
     p.add_argument("--split", metavar="NAME", help="ask only this split's questions (e.g. heldout)")
     p.add_argument(

@@ -11,6 +11,7 @@ from helpers import Clock
 
 from pymemory import Memory
 from pymemory.models import find_model_dir, load_minilm
+from pymemory.models.embedding import HashingEmbedder, reads
 from pymemory.retrieval.bm25 import Bm25Index
 from pymemory.retrieval.pipeline import ask_of, key_terms, query_mass
 from pymemory.storage import MapKv
@@ -114,3 +115,12 @@ def test_query_mass_ignores_unknown_cjk_bigrams_only():
     known = index.idf("手机")
     assert query_mass(index, ["手机", "号是"]) == pytest.approx(known)  # a word boundary
     assert query_mass(index, ["手机", "quantum"]) == pytest.approx(known + index.idf("quantum"))
+
+
+def test_an_english_model_reads_latin_script_only():
+    minilm_like = type("E", (), {"multilingual": False})()
+    assert reads(minilm_like, "Where did Caroline go in May?")
+    assert reads(minilm_like, "Café in Zürich, naïve façade")  # Latin with accents
+    assert not reads(minilm_like, "手机号是13912345678的是谁？")
+    assert reads(minilm_like, "Who is 王芳? She called about the Q3 budget review")
+    assert reads(HashingEmbedder(), "手机号是13912345678的是谁？")  # no attribute: reads all

@@ -28,6 +28,7 @@ from pymemory.evals import (
     run_suite,
 )
 from pymemory.evals.harness import auroc, make_retriever
+from pymemory.evals.locomo import locomo_suite
 from pymemory.evals.suites import ABSTENTION, SUITES
 from pymemory.models.embedding import (
     EMBEDDERS,
@@ -423,8 +424,10 @@ async def test_harness_end_to_end_with_the_hashing_embedder(name):
         rows = len(suite.categories) + len(report.by_match) + len(report.by_split) + 1
         assert len(report_rows(report)) == rows
         assert len(report.by_split) == len(suite.splits)
-    # The quality bar: lexical retrieval alone is clearly imperfect on both suites.
-    assert reports["bm25"].overall.recall[5] < 0.75
+    # The quality bar: lexical retrieval alone is clearly imperfect on the English suites
+    # (chinese-messages checks Chinese tokenisation: most of its questions quote a word).
+    if name != "chinese-messages":
+        assert reports["bm25"].overall.recall[5] < 0.75
     assert reports["dense"].embedder == embedder.name
 
 
@@ -570,3 +573,63 @@ def test_cli_eval_errors(tmp_path: Path, capsys):
     assert main(["--db", db, "eval", "long-context-recall", "--embedder", "nope"]) == 1
     assert "embedder_unavailable" in capsys.readouterr().err
     assert main(["--db", db, "eval", "long-context-recall", "--retriever", "magic"]) == 2
+
+
+def _locomo_sample(conv: str) -> dict:
+    """A made-up conversation in LoCoMo's format (the real data never enters the repo)."""
+    return {
+        "sample_id": conv,
+        "conversation": {
+            "speaker_a": "Ana", "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a grey cat called Miso."},
+                {"speaker": "Ben", "dia_id": "D1:2", "text": "Lovely! I started pottery."},
+            ],
+            "session_2_date_time": "10:00 am on 2 June, 2023",
+            "session_2": [
+                {"speaker": "Ben", "dia_id": "D2:1", "text": "My first bowl cracked in the kiln."},
+            ],
+        },
+        "qa": [
+            {"question": "What is Ana's cat called?", "answer": "Miso", "evidence": ["D1:1"],
+             "category": 4},
+            {"question": "What did Ben make?", "answer": "a bowl", "evidence": ["D1:2; D2:1"],
+             "category": 1},
+            {"question": "What did Ana adopt?", "answer": "x", "evidence": ["D:1:1"],
+             "category": 5},  # adversarial: not scored
+            {"question": "Unscorable", "answer": "x", "evidence": ["D9:9"], "category": 2},
+        ],
+    }  # fmt: skip
+
+
+def test_locomo_suite_follows_the_measurement(tmp_path):
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([_locomo_sample("conv-26"), _locomo_sample("conv-99")]))
+    suite = locomo_suite(path)
+    assert suite.splits == ("tune", "check") and len(suite.turns) == 6
+    first = suite.turns[0]
+    assert first.text == "Ana: I adopted a grey cat called Miso." and first.speaker is None
+    assert first.timestamp == 1683554160000  # 1:56 pm on 8 May 2023, UTC
+    qs = {q.id: q for q in suite.questions}
+    assert set(qs) == {"conv-26:q0", "conv-26:q1", "conv-99:q0", "conv-99:q1"}
+    assert qs["conv-26:q1"].gold == (("conv-26:D1:2",), ("conv-26:D2:1",))  # "D1:2; D2:1"
+    assert qs["conv-26:q0"].split == "tune" and qs["conv-99:q0"].split == "check"
+    assert all(q.asked_at == suite.turns[2].timestamp for q in qs.values() if "26" in q.id)
+    assert qs["conv-26:q0"].category == "single-hop"
+
+
+async def test_locomo_runs_through_the_harness(tmp_path):
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([_locomo_sample("conv-26")]))
+    report = await run_suite(locomo_suite(path), "bm25", k=20)
+    assert report.overall.recall[5] == 1.0 and set(report.overall.recall) == {1, 5, 10, 20}
+
+
+def test_locomo_rejects_other_files(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"not": "locomo"}))
+    with pytest.raises(ValidationError, match="not LoCoMo's format"):
+        locomo_suite(bad)
+    with pytest.raises(ValidationError, match="no LoCoMo file"):
+        locomo_suite(tmp_path / "missing.json")

@@ -36,6 +36,8 @@ ALL = [
     time_decay(by_type={"tool_result": {"half_life_hours": 2, "floor": 0.1}}, query_window=1.0),
     fusion(method="rrf", k=10),
     fusion(lexical=0.5, power=1.5),
+    fusion(method="score", context=()),
+    fusion(context=(0.7, 0.2, 0.1)),
     relevance_floor(0.3, 0.2),
     relevance_floor(0, 0),
     feedback_weight(liked=2, disliked=0, important=4),
@@ -121,6 +123,14 @@ def test_compose_semantics():
         lambda: feedback_weight(liked=float("inf")),
         lambda: feedback_weight(liked=True),
         lambda: compose("not a strategy"),
+        lambda: fusion(method="linear"),
+        lambda: fusion(context=(1.5,)),
+        lambda: fusion(context=(-0.1,)),
+        lambda: fusion(context="0.5"),
+        lambda: fusion(context=0.5),
+        lambda: fusion(context=[0.1] * 9),
+        lambda: fusion(context=[float("nan")]),
+        lambda: from_dict({"kind": "fusion", "context": {"a": 1}}),
     ],
 )
 def test_invalid(build):

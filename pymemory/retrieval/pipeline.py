@@ -159,11 +159,13 @@ def lexical_side(catalog: Catalog, query: str, now_ms: int) -> LexicalSide:
     evidence = lexical_share(scores, idf_mass)
     ask = ask_of(query)
     ask_terms = [] if ask is None else lexical_query(ask, now_ms)[1]
-    if ask_terms:
+    if ask_terms and len(slots):
         a_slots, a_scores = index.scores(ask_terms)
-        at = np.searchsorted(slots, a_slots)  # the ask's terms are the query's
         share = lexical_share(a_scores, query_mass(index, ask_terms))
-        evidence[at] = np.maximum(evidence[at], share)
+        # The ask's terms are the query's (unless a time phrase was read differently).
+        at = np.minimum(np.searchsorted(slots, a_slots), len(slots) - 1)
+        same = slots[at] == a_slots
+        evidence[at[same]] = np.maximum(evidence[at[same]], share[same])
     keys = key_terms(index, terms)
     if keys:
         k_slots, _ = index.scores(keys)
