@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymemory.errors import ValidationError
-from pymemory.retrieval.fusion import rrf, rrf_slots
+from pymemory.retrieval.fusion import MIN_COSINE_SPREAD, minmax_fusion, rrf, rrf_slots
 
 
 def test_two_rankings_k60():
@@ -122,3 +122,28 @@ def test_slots_variant_equals_the_id_variant(rankings, k, data):
     slots, scores = rrf_slots([np.array(r, dtype=np.int64) for r in rankings], k, weights)
     assert [int(d) for d, _ in by_id] == slots.tolist()
     assert [s for _, s in by_id] == scores.tolist()
+
+
+def test_minmax_fusion_scales_each_signal_over_the_candidates():
+    cos = np.array([0.2, 0.6, np.nan, 0.4])
+    bm25 = np.array([0.0, 1.0, 4.0, 2.0])
+    share = np.array([0.0, 0.1, 0.4, 0.2])
+    d, lx = minmax_fusion(cos, bm25, share, lexical=0.4, dense=0.6)
+    conf = 0.6  # the best absolute evidence: cosine 0.6 beats the best share 0.4
+    assert lx == pytest.approx(conf * 0.4 * bm25 / 4.0)
+    assert d[2] == 0  # no vector yet
+    assert d[1] == pytest.approx(conf * 0.6) and d[3] == pytest.approx(conf * 0.6 * 0.5)
+    assert 0 < d[0] < 1e-3  # the least similar candidate keeps a sliver: it is still one
+    # Within a query the confidence changes no order; across queries it calibrates.
+    weak_d, weak_lx = minmax_fusion(cos / 4, bm25, share / 4, lexical=0.4, dense=0.6)
+    assert np.argsort(-(weak_d + weak_lx)).tolist() == np.argsort(-(d + lx)).tolist()
+    assert (weak_d + weak_lx).max() < (d + lx).max()
+
+
+def test_minmax_fusion_leans_on_bm25_when_cosines_do_not_separate():
+    cos = np.array([0.30, 0.31, 0.32])  # a spread of 0.02: not a signal
+    bm25 = np.array([3.0, 1.0, 0.0])
+    d, lx = minmax_fusion(cos, bm25, np.array([0.5, 0.2, 0.0]), lexical=0.4, dense=0.6)
+    assert np.argmax(d + lx) == 0  # BM25's best stays best
+    assert d.max() == pytest.approx(0.5 * 0.6 * 0.02 / MIN_COSINE_SPREAD)  # conf 0.5: the share
+    assert minmax_fusion(np.zeros(0), np.zeros(0), np.zeros(0), lexical=1, dense=1)[0].size == 0

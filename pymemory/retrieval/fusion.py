@@ -58,6 +58,7 @@ __all__ = [
 
 DEFAULT_K = 60
 MIN_DENSE_PART = 1e-3
+MIN_COSINE_SPREAD = 0.1
 
 
 def _check_k(k: object) -> float:
@@ -192,8 +193,8 @@ def minmax_fusion(
     cosine: np.ndarray, bm25: np.ndarray, share: np.ndarray, *, lexical: float, dense: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """(dense part, lexical part) of per-query min-max fusion over the candidates:
-    ``dense * (cos - worst) / (best - worst)`` (1 for all when every cosine is the same,
-    at least ``MIN_DENSE_PART`` for a positive cosine, 0 for a candidate with no vector)
+    ``dense * (cos - worst) / max(best - worst, MIN_COSINE_SPREAD)`` (at least
+    ``MIN_DENSE_PART`` for a positive cosine, 0 for a candidate with no vector)
     and ``lexical * bm25 / best bm25``, both times the query's confidence: the best
     candidate's absolute evidence (its cosine or its share of the query's weight, 0..1).
     Within a query the confidence changes no order; across queries it keeps a weak best
@@ -208,7 +209,9 @@ def minmax_fusion(
     conf = float(np.max(share)) if len(share) else 0.0
     if has.any():
         lo, hi = float(cos[has].min()), float(cos[has].max())
-        d[has] = 1.0 if hi - lo < 1e-9 else (cos[has] - lo) / (hi - lo)
+        # Cosines that barely separate say little: scaled by at least MIN_COSINE_SPREAD,
+        # their parts stay small and BM25 decides (MiniLM spreads 0.18-0.7 on real chats).
+        d[has] = (cos[has] - lo) / max(hi - lo, MIN_COSINE_SPREAD)
         # The least similar candidate keeps a sliver while its cosine is positive: it is
         # still a candidate (whether it goes in is the floor's call, not the scaling's).
         d[has & (cos > 0)] = np.maximum(d[has & (cos > 0)], MIN_DENSE_PART)

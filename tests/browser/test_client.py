@@ -48,7 +48,8 @@ def test_boot_add_retrieve_feedback_clear(harness):
     assert top["score"] == pytest.approx(
         top["relevance"] * top["decay"] * top["feedbackWeight"] * top["timeMatch"]
     )
-    assert top["relevance"] == pytest.approx(top["densePart"] + top["lexicalPart"])
+    parts = top["densePart"] + top["lexicalPart"] + top["contextPart"]
+    assert top["relevance"] == pytest.approx(parts)
     assert second["tokensUsed"] <= second["maxTokens"]
     statuses = {c["id"]: c["status"] for c in second["trace"]}
     assert statuses == {

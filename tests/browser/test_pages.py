@@ -96,13 +96,15 @@ def test_debug_page_shows_every_candidate_and_why(context, base_url):
 
 
 def _scores_add_up(page) -> int:
-    """Every row's shown parts: dense + lexical = relevance, and relevance x decay x
-    feedback x time = score."""
+    """Every row's shown parts: dense + lexical + context = relevance, and relevance x
+    decay x feedback x time = score."""
     cells = page.get_by_test_id("debug-score").all()
     for cell in cells:
         got = {k: float(cell.get_attribute(f"data-{k}")) for k in (
-            "score", "relevance", "dense-part", "lexical-part", "decay", "feedback", "time")}  # fmt: skip
-        assert got["relevance"] == pytest.approx(got["dense-part"] + got["lexical-part"])
+            "score", "relevance", "dense-part", "lexical-part", "context-part", "decay",
+            "feedback", "time")}  # fmt: skip
+        parts = got["dense-part"] + got["lexical-part"] + got["context-part"]
+        assert got["relevance"] == pytest.approx(parts)
         product = got["relevance"] * got["decay"] * got["feedback"] * got["time"]
         assert got["score"] == pytest.approx(product, abs=1e-12)
     return len(cells)

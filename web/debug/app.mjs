@@ -21,14 +21,14 @@ const STATUSES = {
   type: "its type is not in by_type",
   time_window: "outside the time window",
   tag: "lacks the required tag(s)",
-  below_floor: "not relevant: embedding too far from the query and too few of its words (relevance floor)",
+  below_floor: "not relevant: embedding too far from the query, too few of its words and none of its key terms (relevance floor)",
   zero_weight: "final score is 0 (a weight of 0)",
   no_match: "shares no term with the query (newest 100 shown)",
 };
 
 const MODE_HINTS = {
-  bm25: " (relevance = the share of the query's BM25 weight matched)",
-  hybrid: " (relevance = dense part (cosine) + lexical part (BM25 share squared))",
+  bm25: " (relevance = the share of the query's BM25 weight matched + context part (a better-scoring neighbour turn))",
+  hybrid: " (relevance = dense part (scaled cosine) + lexical part (scaled BM25) + context part (a better-scoring neighbour turn))",
   recency: " (no query terms: every memory has relevance 1, ranked by recency)",
 };
 
@@ -189,7 +189,7 @@ function TraceTable({ trace }) {
           <th scope="col">content</th>
           <th class="num" scope="col" title="raw BM25 score of the query's terms">bm25</th>
           <th class="num" scope="col" title="cosine similarity of the embeddings (hybrid mode)">cosine</th>
-          <th class="num" scope="col" title="relevance = dense part + lexical part">relevance</th>
+          <th class="num" scope="col" title="relevance = dense part + lexical part + context part">relevance</th>
           <th class="num" scope="col" title="time decay factor (per memory type)">× decay</th>
           <th class="num" scope="col" title="feedback weight">× feedback</th>
           <th class="num" scope="col" title="lift for a memory inside the time span the query names">× time</th>
@@ -207,14 +207,15 @@ function TraceTable({ trace }) {
             <td class="content" title=${c.id}>${c.content}</td>
             <td class="num">${fmt(c.bm25)}</td>
             <td class="num">${c.dense == null ? "—" : fmt(c.dense)}</td>
-            <td class="num" data-testid="debug-relevance" title=${`dense part ${fmt(c.densePart)} + lexical part ${fmt(c.lexicalPart)}`}>
-              ${fmt(c.relevance)}<br /><small>${fmt(c.densePart, 2)} + ${fmt(c.lexicalPart, 2)}</small>
+            <td class="num" data-testid="debug-relevance" title=${`dense part ${fmt(c.densePart)} + lexical part ${fmt(c.lexicalPart)} + context part ${fmt(c.contextPart)}`}>
+              ${fmt(c.relevance)}<br /><small>${fmt(c.densePart, 2)} + ${fmt(c.lexicalPart, 2)} + ${fmt(c.contextPart, 2)}</small>
             </td>
             <td class="num">${fmt(c.decay)}</td>
             <td class="num">${fmt(c.feedbackWeight, 2)}</td>
             <td class="num">${fmt(c.timeMatch, 2)}</td>
             <td class="num" data-testid="debug-score" data-score=${c.score} data-relevance=${c.relevance}
-              data-dense-part=${c.densePart} data-lexical-part=${c.lexicalPart} data-decay=${c.decay}
+              data-dense-part=${c.densePart} data-lexical-part=${c.lexicalPart}
+              data-context-part=${c.contextPart} data-decay=${c.decay}
               data-feedback=${c.feedbackWeight} data-time=${c.timeMatch}><strong>${fmt(c.score)}</strong></td>
             <td class="num">${c.tokens ?? "—"}</td>
           </tr>`,
@@ -388,7 +389,7 @@ function App() {
         </fieldset>
         <p class="hint">
           score = relevance × decay × feedback × time, and relevance = dense part +
-          lexical part. Filters combine with AND; a later time_decay, feedback_weight,
+          lexical part + context part. Filters combine with AND; a later time_decay, feedback_weight,
           fusion or relevance_floor replaces the default one.
         </p>
       </section>
