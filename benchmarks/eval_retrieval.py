@@ -123,6 +123,27 @@ async def run(suite: Suite, embedder, *, chinese: bool = False) -> list[Report]:
     return reports
 
 
+def split_categories(r: Report) -> dict[str, dict]:
+    """Recall and MRR per (split, category), from the report's per-question results."""
+    out = {}
+    for split in r.by_split:
+        for category in r.categories:
+            got = [q for q in r.results if q.split == split and q.category == category]
+            got = [q for q in got if q.recall is not None]
+            if got:
+                out[f"{split} · {category}"] = {
+                    "n": len(got),
+                    **{
+                        f"R@{n}": round(sum(q.recall[n] for q in got) / len(got), 3)
+                        for n in got[0].recall
+                    },
+                    "MRR": round(sum(1 / q.rank if q.rank else 0 for q in got) / len(got), 3),
+                    "empty": round(sum(not q.ranked for q in got) / len(got), 3),
+                    "abstained": None,
+                }
+    return out
+
+
 def rows(suite: str, reports: list[Report]) -> list[dict]:
     out = []
     for r in reports:
@@ -138,6 +159,8 @@ def rows(suite: str, reports: list[Report]) -> list[dict]:
                 "empty": None if m.empty is None else round(m.empty, 3),
                 "abstained": None if m.abstained is None else round(m.abstained, 3),
             })  # fmt: skip
+        for group, row in split_categories(r).items():
+            out.append({"suite": suite, "retriever": r.retriever, "group": group, **row})
     return out
 
 
