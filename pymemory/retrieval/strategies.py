@@ -22,7 +22,7 @@ relevant memories and do not lift chatter over a clear answer
 memories that are not relevant at all.
 
 The fusion defaults were chosen on the tune half of the LoCoMo dev split (real
-conversations, ``benchmarks/eval_retrieval.py``), and checked on its other half and on
+conversations, ``benchmarks/tune_locomo.py``), and checked on its other half and on
 every shipped suite; docs/BENCHMARKS.md has the grids and the numbers. The decay and
 floor defaults come from ``benchmarks/tune_retrieval.py`` on the generated suites (they
 re-rank and abstain; they were not re-chosen).
@@ -69,7 +69,7 @@ UNIFORM_FLOOR = 0.5
 QUERY_WINDOW_BOOST = 1.5
 FUSION_METHODS = ("minmax", "score", "rrf")
 #: Chosen on the tune half of the LoCoMo dev split (real conversations), checked on its
-#: other half and on every shipped suite (``benchmarks/eval_locomo.py``, docs/BENCHMARKS.md).
+#: other half and on every shipped suite (``benchmarks/tune_locomo.py``, docs/BENCHMARKS.md).
 FUSION_METHOD = "minmax"
 FUSION_K = 60.0
 FUSION_LEXICAL = 0.4
@@ -172,13 +172,13 @@ class Fusion:
     on (taking the ``depth`` nearest memories by embedding as candidates, with every
     memory BM25 matches).
 
-    ``method="minmax"`` (default): ``lexical * bm25 / best bm25 + dense * (cosine - worst)
-    / (best - worst)`` over the query's candidates, times the query's confidence (the best
-    candidate's absolute evidence: its cosine or its share of the query's BM25 weight), so
-    scores still compare across queries. ``method="score"``: ``dense * max(cosine, 0) +
-    lexical * share ** power``, where ``share`` is the memory's BM25 score over the
-    query's total idf (0..1). ``method="rrf"``: reciprocal-rank fusion, ``dense / (k +
-    dense rank) + lexical / (k + BM25 rank)``.
+    ``method="minmax"`` (default): ``lexical * bm25 / best bm25 + dense * (cosine -
+    worst) / max(best - worst, 0.1)`` over the query's candidates, times the query's
+    confidence (the best candidate's absolute evidence: its cosine or its share of the
+    query's BM25 weight), so scores still compare across queries. ``method="score"``:
+    ``dense * max(cosine, 0) + lexical * share ** power``, where ``share`` is the memory's
+    BM25 score over the query's total idf (0..1). ``method="rrf"``: reciprocal-rank
+    fusion, ``dense / (k + dense rank) + lexical / (k + BM25 rank)``.
 
     ``context`` (every method, and BM25 alone): a turn means what it means beside its
     neighbours. A memory moves ``context[0]`` of the way up to the relevance of a
