@@ -4,11 +4,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from helpers import DAY, Clock
+from helpers import DAY, T0, Clock
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pymemory import Memory
-from pymemory.retrieval.catalog import CONTEXT_GAP_MS, index_text, month_words
+from pymemory.item import MemoryItem
+from pymemory.retrieval.catalog import CONTEXT_GAP_MS, Catalog, index_text, month_words
 from pymemory.retrieval.strategies import compose, fusion
 from pymemory.storage import MapKv
 
@@ -110,3 +114,53 @@ async def test_a_month_in_the_question_finds_what_was_said_then(memory_clock):
     month, year = month_words(item.timestamp).split()
     r = await mem.retrieve(f"What did I do with Jo in {month} {year}?")
     assert r.items[0].id == march.id
+
+
+def _check_order(catalog: Catalog) -> None:
+    order, pos, run = catalog.context_order()
+    live = catalog.live_slots()
+    fresh = live[np.lexsort((live, catalog.ts[live], catalog.scope_code[live]))]
+    assert order.tolist() == fresh.tolist()
+    assert all(pos[s] == i for i, s in enumerate(order.tolist()))
+    ts, sc = catalog.ts[order], catalog.scope_code[order]
+    breaks = (sc[1:] != sc[:-1]) | (ts[1:] - ts[:-1] > CONTEXT_GAP_MS)
+    assert (np.diff(run) == breaks).all()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("aaaarrcx"), st.integers(0, 11), st.integers(0, 3)),
+                max_size=80))  # fmt: skip
+def test_the_kept_order_is_always_the_order_a_fresh_sort_gives(ops):
+    """Adds (a), reads (r), removes (x) and changes of time or scope (c) in any mix: the
+    conversation order kept between reads (new items inserted into it) equals a sort from
+    scratch."""
+    catalog, ids, n = Catalog(), [], 0
+
+    def item(i: int, minute: int, scope: int) -> MemoryItem:
+        return MemoryItem(f"00000000-0000-4000-8000-{i:012d}", "message",
+                          T0 + minute * 20 * 60_000, "x", "x", {}, scope=f"s{scope}")  # fmt: skip
+
+    for op, minute, scope in ops:
+        if op == "a" or not ids:
+            n += 1
+            ids.append(item(n, minute, scope).id)
+            catalog.put(item(n, minute, scope))
+        elif op == "x":
+            catalog.remove(ids.pop(minute % len(ids)))
+        elif op == "c":
+            catalog.put(item(int(ids[minute % len(ids)][-12:]), minute, scope))
+        else:
+            _check_order(catalog)
+    _check_order(catalog)
+
+
+def test_a_reused_slot_is_inserted_among_its_equals_by_slot():
+    catalog = Catalog()
+    items = [MemoryItem(f"00000000-0000-4000-8000-{i:012d}", "message", T0, "x", "x", {})
+             for i in range(1, 5)]  # fmt: skip
+    for it in items:
+        catalog.put(it)
+    catalog.remove(items[0].id)  # frees slot 0
+    _check_order(catalog)  # rebuilt
+    catalog.put(MemoryItem("00000000-0000-4000-8000-000000000009", "message", T0, "x", "x", {}))
+    _check_order(catalog)  # slot 0 again: inserted first among the equal timestamps

@@ -162,6 +162,40 @@ class LazyItems:
             if isinstance(value, MemoryItem) and item_id not in self._raw:
                 self._raw[item_id] = value.to_json().encode()
 
+# More items added since the conversation order was built than this: sort afresh.
+MAX_CONTEXT_INSERTS = 64
+
+
+class _ContextOrder:
+    """The live slots sorted by (scope, time, slot), with each one's scope and time, and
+    the index arrays derived from them (:meth:`Catalog.context_order`)."""
+
+    __slots__ = ("order", "pos", "run", "scope", "ts")
+
+    def __init__(self, order: np.ndarray, scope: np.ndarray, ts: np.ndarray) -> None:
+        self.order, self.scope, self.ts = order, scope, ts
+        self.pos = self.run = np.zeros(0, dtype=np.int64)
+
+    def insert(self, slot: int, scope: int, ts: int) -> None:
+        """Put one new slot where a full sort would (binary searches, one insert)."""
+        lo = int(np.searchsorted(self.scope, scope, "left"))
+        hi = int(np.searchsorted(self.scope, scope, "right"))
+        t_lo = lo + int(np.searchsorted(self.ts[lo:hi], ts, "left"))
+        t_hi = lo + int(np.searchsorted(self.ts[lo:hi], ts, "right"))
+        at = t_lo + int(np.searchsorted(self.order[t_lo:t_hi], slot))
+        self.order = np.insert(self.order, at, slot)
+        self.scope = np.insert(self.scope, at, scope)
+        self.ts = np.insert(self.ts, at, ts)
+
+    def index(self, n_slots: int) -> None:
+        self.pos = np.full(n_slots, -1, dtype=np.int64)
+        self.pos[self.order] = np.arange(len(self.order))
+        new_run = np.ones(len(self.order), dtype=bool)
+        gap = self.ts[1:] - self.ts[:-1] > CONTEXT_GAP_MS
+        new_run[1:] = (self.scope[1:] != self.scope[:-1]) | gap
+        self.run = np.cumsum(new_run)
+
+
 class Catalog:
     def __init__(self) -> None:
         self.items = LazyItems()
@@ -172,7 +206,10 @@ class Catalog:
         self.tag_slots: dict[str, set[int]] = {}
         self.index = Bm25Index()
         self.mutations = 0  # items put or removed so far (when to write a new snapshot)
-        self._context: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
+        # The conversation order (context_order): None until built, or stale; slots added
+        # since it was built are inserted into it on the next read.
+        self._context: _ContextOrder | None = None
+        self._context_new: list[int] = []
         self._alloc(1024)
 
     def _alloc(self, capacity: int) -> None:
@@ -219,9 +256,15 @@ class Catalog:
                     self._alloc(2 * len(self.ts))
             self.slot_of[item.id] = slot
             self.id_at[slot] = item.id
+            if self._context is not None:
+                self._context_new.append(slot)
+                if len(self._context_new) > MAX_CONTEXT_INSERTS:  # sort afresh instead
+                    self._context, self._context_new = None, []
         else:
             slot = self.slot_of[item.id]
             self._untag(slot, old.tags)
+            if old.timestamp != item.timestamp or old.scope != item.scope:
+                self._context = None
         self.items[item.id] = item
         self.ts[slot] = item.timestamp
         self.expires[slot] = NO_EXPIRY if item.expires_at is None else item.expires_at
@@ -252,6 +295,7 @@ class Catalog:
             return None
         self.mutations += 1
         slot = self.slot_of.pop(item_id)
+        self._context = None
         self._untag(slot, item.tags)
         self.index.remove(slot)
         self.id_at[slot] = None
@@ -276,22 +320,22 @@ class Catalog:
         time, then slot: a bulk import's turns of one timestamp keep the order they were
         added in), ``pos[slot]`` a slot's index in ``order`` (-1 if not live), and
         ``run[i]`` the conversation ``order[i]`` belongs to (a new one at every change of
-        scope or gap over :data:`CONTEXT_GAP_MS`). Kept until the next put or remove."""
-        cached = self._context
-        if cached is not None and cached[0] == self.mutations:
-            return cached[1], cached[2], cached[3]
-        live = self.live_slots()
-        scope, ts = self.scope_code[live], self.ts[live]
-        by = np.lexsort((live, ts, scope))
-        order = live[by]
-        pos = np.full(len(self.id_at), -1, dtype=np.int64)
-        pos[order] = np.arange(len(order))
-        scope, ts = scope[by], ts[by]
-        new_run = np.ones(len(order), dtype=bool)
-        new_run[1:] = (scope[1:] != scope[:-1]) | (ts[1:] - ts[:-1] > CONTEXT_GAP_MS)
-        run = np.cumsum(new_run)
-        self._context = (self.mutations, order, pos, run)
-        return order, pos, run
+        scope or gap over :data:`CONTEXT_GAP_MS`). Kept between reads: items added since
+        are inserted (a chat adds a turn, then asks); a remove or a change of an item's
+        time or scope rebuilds it."""
+        c, new = self._context, self._context_new
+        if c is None:
+            live = self.live_slots()
+            by = np.lexsort((live, self.ts[live], self.scope_code[live]))
+            order = live[by]
+            c = _ContextOrder(order, self.scope_code[order], self.ts[order])
+        else:
+            for slot in new:
+                c.insert(slot, int(self.scope_code[slot]), int(self.ts[slot]))
+        if c is not self._context or new:
+            c.index(len(self.id_at))
+        self._context, self._context_new = c, []
+        return c.order, c.pos, c.run
 
     def expired_ids(self, now_ms: int) -> list[str]:
         n = len(self.id_at)
@@ -356,7 +400,7 @@ class Catalog:
         self, meta: dict[str, Any], arrays: dict[str, np.ndarray], strings: dict[str, list[str]]
     ) -> None:
         """Replace this catalog's content (in place) with a :meth:`to_state`."""
-        self._context = None
+        self._context, self._context_new = None, []
         id_at: list[str | None] = [i or None for i in strings["id_at"]]
         n = len(id_at)
         live = [i for i in id_at if i is not None]  # items in slot order
