@@ -110,6 +110,8 @@ _ASK_END = ("?", "？")
 # its idf at least this share of the largest idf there is (a term in one memory).
 KEY_MIN_CHARS = 3
 KEY_MIN_IDF = 0.5
+# The context lift comes from the best this many candidates of a query.
+CONTEXT_GIVERS = 256
 
 
 def ask_of(query: str) -> str | None:
@@ -382,21 +384,32 @@ def context_lift(
     """How much each candidate gains from its neighbours (``Fusion.context``): it moves
     ``weights[d - 1]`` of the way up to the better of the two memories ``d`` places
     before and after it in its conversation (``Catalog.context_order``); the best such
-    move counts. Memories that are not candidates count as relevance 0."""
+    move counts. The givers are the query's best :data:`CONTEXT_GIVERS` candidates (a
+    lift never goes past its giver, so weaker givers cannot move anything into the
+    results); memories that are not candidates give nothing. ``slots`` is ascending."""
     lift = np.zeros(len(slots))
     if not weights or len(slots) == 0:
         return lift
     order, pos, run = catalog.context_order()
     p = pos[slots]
-    known = p >= 0
-    p, rel = p[known], relevance[known]
+    known = np.flatnonzero(p >= 0)
+    givers = known
+    if len(known) > CONTEXT_GIVERS:
+        givers = known[np.argpartition(-relevance[known], CONTEXT_GIVERS)[:CONTEXT_GIVERS]]
     offsets, w = _context_offsets(tuple(weights))
-    # Every (distance, side) at once: the positions d before and after each candidate.
-    q = np.clip(p[None, :] + offsets, 0, len(order) - 1)
-    at = np.zeros(len(order))  # relevance by position in the conversation order
-    at[p] = rel
-    near = np.where((run[q] == run[p]) & (np.abs(q - p) == np.abs(offsets)), at[q], 0.0)
-    lift[known] = np.maximum((w * (near - rel)).max(axis=0), 0.0)
+    # Every (distance, side) of every giver at once: the positions it lifts.
+    gp = p[givers][None, :]
+    target = gp + offsets
+    inside = (target >= 0) & (target < len(order))
+    target = np.where(inside, target, gp)
+    inside &= run[target] == run[gp]
+    # Which candidate sits at each target position (``slots`` is ascending).
+    target_slot = order[target]
+    receiver = np.minimum(np.searchsorted(slots, target_slot), len(slots) - 1)
+    ok = inside & (slots[receiver] == target_slot)
+    r = receiver[ok]
+    gain = (w * (relevance[givers][None, :] - relevance[receiver]))[ok]
+    np.maximum.at(lift, r, np.maximum(gain, 0.0))
     return lift
 
 
