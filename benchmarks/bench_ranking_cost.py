@@ -16,6 +16,8 @@ sessions, so conversation context exists), then ``retrieve`` (default strategy,
 after ``attach_embedder(HashingEmbedder())`` + ``embed_idle()``. ``live``: one ``add``
 before each hybrid ``retrieve`` (a chat writes a turn, then asks), so any per-write cache
 is rebuilt every time. Reported: p50 / p95 ms and the after / before ratio of the p50s.
+The o200k token ranks (fetched by ``build.py setup``, not in git) are copied into the old
+worktree so both sides count tokens exactly.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DAY = 86_400_000
 MINUTE = 60_000
+RANKS = Path("pymemory/models/tokenizers/o200k_base.tiktoken")
 T0 = 1_767_225_600_000  # 2026-01-01
 
 
@@ -108,6 +112,9 @@ def main() -> None:
         old = Path(tmp) / "before"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old),
                         args.before], check=True, capture_output=True)  # fmt: skip
+        # The o200k ranks are fetched, not committed: without them the old side would
+        # count tokens by the heuristic, which is cheaper than the exact count.
+        shutil.copy2(ROOT / RANKS, old / RANKS)
         try:
             for r in range(args.rounds):
                 for side, src in (("before", old), ("after", ROOT)):

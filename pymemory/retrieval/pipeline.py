@@ -391,14 +391,13 @@ def context_lift(
     if not weights or len(slots) == 0:
         return lift
     order, pos, run = catalog.context_order()
-    p = pos[slots]
-    known = np.flatnonzero(p >= 0)
-    givers = known
-    if len(known) > CONTEXT_GIVERS:
-        givers = known[np.argpartition(-relevance[known], CONTEXT_GIVERS)[:CONTEXT_GIVERS]]
+    givers = np.arange(len(slots))
+    if len(slots) > CONTEXT_GIVERS:
+        givers = np.argpartition(-relevance, CONTEXT_GIVERS)[:CONTEXT_GIVERS]
+    gp = pos[slots[givers]]
+    givers, gp = givers[gp >= 0], gp[gp >= 0][None, :]
     offsets, w = _context_offsets(tuple(weights))
     # Every (distance, side) of every giver at once: the positions it lifts.
-    gp = p[givers][None, :]
     target = gp + offsets
     inside = (target >= 0) & (target < len(order))
     target = np.where(inside, target, gp)
