@@ -5,9 +5,10 @@ Usage (from the repository root)::
     python benchmarks/bench_ranking_cost.py --before REV [--sizes 10000 100000]
         [--queries 200] [--rounds 2] [--json out.json]
 
-``--before`` is a git revision: it is checked out into a temporary worktree and the same
-measurement runs against its ``pymemory`` in a child process, alternating with this
-checkout's (before, after, before, after, ...), so both see the same machine load.
+``--before`` is a git revision: its ``pymemory`` is extracted into a temporary folder
+(``bench_writers.extract``, with the fetched o200k ranks, so both sides count tokens
+exactly) and the same measurement runs against it in a child process, alternating with
+this checkout's (before, after, before, after, ...), so both see the same machine load.
 
 Per size, a Memory over MapKv is filled through ``add_many`` with ``bench_bm25``'s
 synthetic texts written as chats (sessions of 20 turns a minute apart, a day between
@@ -16,8 +17,6 @@ sessions, so conversation context exists), then ``retrieve`` (default strategy,
 after ``attach_embedder(HashingEmbedder())`` + ``embed_idle()``. ``live``: one ``add``
 before each hybrid ``retrieve`` (a chat writes a turn, then asks), so any per-write cache
 is rebuilt every time. Reported: p50 / p95 ms and the after / before ratio of the p50s.
-The o200k token ranks (fetched by ``build.py setup``, not in git) are copied into the old
-worktree so both sides count tokens exactly.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,14 +35,16 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from bench_writers import extract  # noqa: E402
+
 DAY = 86_400_000
 MINUTE = 60_000
-RANKS = Path("pymemory/models/tokenizers/o200k_base.tiktoken")
 T0 = 1_767_225_600_000  # 2026-01-01
 
 
 async def measure(size: int, n_queries: int, seed: int) -> dict:
-    sys.path.insert(0, str(HERE))
     from bench_bm25 import make_corpus
 
     from pymemory import Memory
@@ -81,8 +81,10 @@ async def measure(size: int, n_queries: int, seed: int) -> dict:
 
 
 def child(args: argparse.Namespace) -> None:
+    import pymemory
+
     out = {str(n): asyncio.run(measure(n, args.queries, args.seed)) for n in args.sizes}
-    print(json.dumps(out))
+    print(json.dumps({"pymemory": pymemory.__file__, "sizes": out}))
 
 
 def run_side(src: Path, args: argparse.Namespace) -> dict:
@@ -90,7 +92,10 @@ def run_side(src: Path, args: argparse.Namespace) -> dict:
     cmd = [sys.executable, __file__, "--child", "--queries", str(args.queries),
            "--seed", str(args.seed), "--sizes", *map(str, args.sizes)]  # fmt: skip
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    # The side measured is the one asked for, not whatever pymemory the venv holds.
+    assert Path(result["pymemory"]).resolve().parent.parent == src.resolve(), result
+    return result["sizes"]
 
 
 def main() -> None:
@@ -108,23 +113,14 @@ def main() -> None:
     if not args.before:
         ap.error("--before REV is required")
     samples: dict[str, dict] = {"before": {}, "after": {}}
-    with tempfile.TemporaryDirectory() as tmp:
-        old = Path(tmp) / "before"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old),
-                        args.before], check=True, capture_output=True)  # fmt: skip
-        # The o200k ranks are fetched, not committed: without them the old side would
-        # count tokens by the heuristic, which is cheaper than the exact count.
-        shutil.copy2(ROOT / RANKS, old / RANKS)
-        try:
-            for r in range(args.rounds):
-                for side, src in (("before", old), ("after", ROOT)):
-                    print(f"round {r + 1}: {side}", file=sys.stderr, flush=True)
-                    for size, modes in run_side(src, args).items():
-                        for mode, ms in modes.items():
-                            samples[side].setdefault((size, mode), []).extend(ms)
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)],
-                           check=False, capture_output=True)  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="pymemory-base-") as tmp:
+        extract(args.before, Path(tmp))
+        for r in range(args.rounds):
+            for side, src in (("before", Path(tmp)), ("after", ROOT)):
+                print(f"round {r + 1}: {side}", file=sys.stderr, flush=True)
+                for size, modes in run_side(src, args).items():
+                    for mode, ms in modes.items():
+                        samples[side].setdefault((size, mode), []).extend(ms)
     rows = []
     print("| items | retrieve | before p50 / p95 ms | after p50 / p95 ms | after / before (p50) |")
     print("|---|---|---|---|---|")

@@ -26,6 +26,7 @@ import asyncio
 import datetime as dt
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+RANKS = Path("pymemory/models/tokenizers/o200k_base.tiktoken")
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -134,6 +136,10 @@ def extract(rev: str, into: Path) -> str:
         subprocess.run(["git", "archive", rev, "pymemory"], cwd=ROOT, stdout=out, check=True)
     with tarfile.open(archive) as tar:
         tar.extractall(into, filter="data")
+    # The o200k ranks are fetched, not in git: without them the old side would count
+    # tokens by the heuristic, which is cheaper than the exact count.
+    if (ROOT / RANKS).is_file():
+        shutil.copy2(ROOT / RANKS, into / RANKS)
     return sha
 
 

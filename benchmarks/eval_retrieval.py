@@ -36,7 +36,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from pymemory.evals.harness import Report, evaluate, load, make_retriever  # noqa: E402
+from pymemory.evals.harness import (  # noqa: E402
+    Metrics,
+    Report,
+    _metrics,  # the harness's own metrics, over one split's category
+    evaluate,
+    load,
+    make_retriever,
+)
 from pymemory.evals.locomo import locomo_suite  # noqa: E402
 from pymemory.evals.suites import Suite, load_suite  # noqa: E402
 from pymemory.models.embedding import load_embedder  # noqa: E402
@@ -123,33 +130,21 @@ async def run(suite: Suite, embedder, *, chinese: bool = False) -> list[Report]:
     return reports
 
 
-def split_categories(r: Report) -> dict[str, dict]:
-    """Recall and MRR per (split, category), from the report's per-question results."""
-    out = {}
+def groups_of(r: Report) -> dict[str, Metrics]:
+    """Overall, each split, each category, and each category within each split."""
+    out = {"all": r.overall, **{f"split {k}": v for k, v in r.by_split.items()}, **r.categories}
     for split in r.by_split:
         for category in r.categories:
             got = [q for q in r.results if q.split == split and q.category == category]
-            got = [q for q in got if q.recall is not None]
-            if got:
-                out[f"{split} · {category}"] = {
-                    "n": len(got),
-                    **{
-                        f"R@{n}": round(sum(q.recall[n] for q in got) / len(got), 3)
-                        for n in got[0].recall
-                    },
-                    "MRR": round(sum(1 / q.rank if q.rank else 0 for q in got) / len(got), 3),
-                    "empty": round(sum(not q.ranked for q in got) / len(got), 3),
-                    "abstained": None,
-                }
+            if any(q.recall is not None for q in got):
+                out[f"{split} · {category}"] = _metrics(got, with_auroc=False)
     return out
 
 
 def rows(suite: str, reports: list[Report]) -> list[dict]:
     out = []
     for r in reports:
-        groups = {"all": r.overall, **{f"split {k}": v for k, v in r.by_split.items()},
-                  **r.categories}  # fmt: skip
-        for group, m in groups.items():
+        for group, m in groups_of(r).items():
             if m.recall is None:
                 continue
             out.append({
@@ -159,8 +154,6 @@ def rows(suite: str, reports: list[Report]) -> list[dict]:
                 "empty": None if m.empty is None else round(m.empty, 3),
                 "abstained": None if m.abstained is None else round(m.abstained, 3),
             })  # fmt: skip
-        for group, row in split_categories(r).items():
-            out.append({"suite": suite, "retriever": r.retriever, "group": group, **row})
     return out
 
 

@@ -1,13 +1,25 @@
+import asyncio
+
 import pytest
 from helpers import Clock
 
 from pymemory import Memory
+from pymemory.models import find_model_dir, load_minilm
 from pymemory.storage import MapKv
 
 
 @pytest.fixture
 def clock():
     return Clock()
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The real MiniLM embedder (``.cache/models/minilm``), loaded once for the session."""
+    model_dir = find_model_dir("minilm")
+    if model_dir is None:
+        pytest.fail("MiniLM is not built: run python3 build.py setup", pytrace=False)
+    return asyncio.run(load_minilm(model_dir=model_dir))
 
 
 @pytest.fixture

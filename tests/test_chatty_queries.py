@@ -4,19 +4,14 @@ matches nothing still injects nothing. Hybrid tests use the real MiniLM model.""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from helpers import Clock
 
 from pymemory import Memory
-from pymemory.models import find_model_dir, load_minilm
 from pymemory.models.embedding import HashingEmbedder, reads
 from pymemory.retrieval.bm25 import Bm25Index
 from pymemory.retrieval.pipeline import ask_of, key_terms, query_mass
 from pymemory.storage import MapKv
-
-MODEL_DIR = find_model_dir("minilm")
 
 ANNA = "Anna's phone number is 07700 900123."
 OTHERS = (
@@ -33,13 +28,6 @@ ZH_OTHERS = ("周末打算去西湖边走走。", "明天下午三点要开项�
 ZH_CHATTY = (
     "今天下班路上堵车堵了一个小时，真累啊。晚饭也还没想好吃什么。对了，手机号是13912345678的那个人叫什么名字？"
 )
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    if MODEL_DIR is None:
-        pytest.fail("MiniLM is not built: run python3 build.py setup", pytrace=False)
-    return asyncio.run(load_minilm(model_dir=MODEL_DIR))
 
 
 async def _store(texts, embedder=None):

@@ -5,23 +5,11 @@ by ``benchmarks/eval_retrieval.py``: its licence keeps it out of the repository.
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from pymemory.evals import load
 from pymemory.evals.harness import evaluate, make_retriever
 from pymemory.evals.suites import SUITES, load_suite
-from pymemory.models import find_model_dir, load_minilm
-
-MODEL_DIR = find_model_dir("minilm")
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    if MODEL_DIR is None:
-        pytest.fail("MiniLM is not built: run python3 build.py setup", pytrace=False)
-    return asyncio.run(load_minilm(model_dir=MODEL_DIR))
 
 
 @pytest.mark.parametrize("name", sorted(SUITES))

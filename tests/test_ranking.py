@@ -14,7 +14,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymemory import Memory
-from pymemory.models import find_model_dir, load_minilm
 from pymemory.retrieval.analyzer import analyze
 from pymemory.retrieval.strategies import (
     compose,
@@ -24,15 +23,6 @@ from pymemory.retrieval.strategies import (
 )
 from pymemory.retrieval.when import query_window
 from pymemory.storage import MapKv
-
-MODEL_DIR = find_model_dir("minilm")
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    if MODEL_DIR is None:
-        pytest.fail("MiniLM is not built: run python3 build.py setup", pytrace=False)
-    return asyncio.run(load_minilm(model_dir=MODEL_DIR))
 
 
 async def _memory(embedder=None, clock=None):

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..encoder import RuleEncoder, split_sentences
 from ..item import MEMORY_TYPES, MemoryItem
-from .analyzer import analyze, analyze_query, is_cjk
+from .analyzer import analyze, is_cjk
 from .bm25 import Bm25Index
 from .catalog import TYPE_CODE, Catalog
 from .fusion import lexical_share, minmax_fusion, rrf_fusion, score_fusion
@@ -331,9 +331,9 @@ def lexical_query(query: str, now_ms: int) -> tuple[tuple[int, int] | None, list
     """(the time span a phrase in ``query`` names, the BM25 terms of the rest)."""
     found = find_time_phrase(query, now_ms)
     if found is None:
-        return None, analyze_query(query)
+        return None, analyze(query)
     window, (start, end) = found
-    return window, analyze_query(f"{query[:start]} {query[end:]}")
+    return window, analyze(f"{query[:start]} {query[end:]}")
 
 
 def relevance_of(
