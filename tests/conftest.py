@@ -36,7 +36,7 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Print how many generated calls the fuzz suite (tests/test_fuzz.py) made."""
+    """Print how many generated calls the fuzz suite (tests/facade/test_fuzz.py) made."""
     import sys
 
     fuzz = sys.modules.get("test_fuzz")

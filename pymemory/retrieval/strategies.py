@@ -18,7 +18,7 @@ weight a memory matches; either way lifted towards a better-scoring neighbour tu
 messages and preferences do not decay at all, tool results and system events fall to
 x0.5 / x0.7, feedback gives x0.5..x2.25 and a time phrase x1.5, so they order comparably
 relevant memories and do not lift chatter over a clear answer
-(``tests/test_ranking.py`` holds that as a property). ``relevance_floor`` leaves out
+(``tests/retrieval/test_ranking.py`` holds that as a property). ``relevance_floor`` leaves out
 memories that are not relevant at all.
 
 The fusion defaults were chosen on the tune half of the LoCoMo dev split (real

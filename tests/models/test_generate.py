@@ -197,7 +197,7 @@ async def test_bad_arguments():
 
 # --- the real model ------------------------------------------------------------------
 
-MODELS = Path(__file__).resolve().parents[1] / ".cache" / "models" / "smollm2"
+MODELS = Path(__file__).resolve().parents[2] / ".cache" / "models" / "smollm2"
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ copied; the newest stored version of each file is the one restated):
 - LIMIT: ``letta/schemas/block.py``, ``BaseBlock.verify_char_limit`` ("Edit failed: Exceeds
   N character limit").
 - RENDER: ``letta/schemas/memory.py``, ``Memory._render_memory_blocks_standard`` (returns ""
-  when there are no blocks) and ``tests/test_memory.py``
+  when there are no blocks) and ``tests/facade/test_memory.py``
   (``test_compile_standard_blocks_metadata_and_values``,
   ``test_compile_empty_returns_empty_string``).
 
@@ -241,7 +241,7 @@ async def test_letta_tool_behaviour(case: Case):
 
 
 def test_every_difference_is_named_in_the_readme():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("### Letta's tools", 1)[1].split("\n## ", 1)[0]
     for phrase in ("tabs", "empty block", "wording", "line numbers", "letta_compat"):
         assert phrase in section, phrase
@@ -433,7 +433,7 @@ async def test_open_with_letta_compat_renders_lettas_way():
 
 
 class Api:
-    """One RpcApi over a MapKv per database, as tests/test_rpc_agent.py's harness."""
+    """One RpcApi over a MapKv per database, as tests/rpc/test_rpc_agent.py's harness."""
 
     def __init__(self) -> None:
         self.stores: dict[str, MapKv] = {}

@@ -18,7 +18,7 @@ from pymemory.models import local
 from pymemory.models.embedding import EmbedderUnavailableError
 from pymemory.models.minilm import load_minilm
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOWNLOADS = ROOT / ".cache" / "downloads"
 
 

@@ -25,7 +25,7 @@ from pymemory.retrieval.tokens import (
     TokenizerCounter,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tools import tokenizer_assets  # noqa: E402
 

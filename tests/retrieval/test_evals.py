@@ -127,7 +127,7 @@ def test_long_conversations_generator_is_deterministic(tmp_path):
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     out = tmp_path / "lc.jsonl"
     subprocess.run(
         [sys.executable, str(root / "benchmarks" / "make_conversations.py"), "--out", str(out)],

@@ -273,7 +273,7 @@ def test_the_reference_summaries_mostly_pass():
     import json
     from pathlib import Path
 
-    dev = Path(__file__).resolve().parents[1] / "pymemory" / "evals" / "summaries_dev.jsonl"
+    dev = Path(__file__).resolve().parents[2] / "pymemory" / "evals" / "summaries_dev.jsonl"
     rows = [json.loads(line) for line in dev.read_text(encoding="utf-8").splitlines()]
     accepted = sum(check(r["text"], r["reference"], r["type"]).accepted for r in rows)
     assert accepted >= 0.4 * len(rows)

@@ -1,6 +1,6 @@
-"""One writer process for the two-process tests (tests/test_writers.py).
+"""One writer process for the two-process tests (tests/storage/test_writers.py).
 
-    python tests/writers_peer.py STORE.db
+    python tests/storage/writers_peer.py STORE.db
 
 opens a Memory on the SQLite file and the agent primitives over its KV store, then serves
 one JSON command per stdin line and answers one JSON line on stdout (``{"reopen": path}``
@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from pymemory import Memory, PymemoryError
 from pymemory.agent.blocks import MemoryBlockSet

@@ -748,7 +748,7 @@ async def test_published_store_behaviour(subject, case: Case):
 def test_every_deliberate_difference_is_named_and_in_the_readme():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("### LangGraph store", 1)[1].split("\n## ", 1)[0]
     for case in CASES:
         assert (case.ours is None) == (not case.why), case.id

@@ -20,7 +20,7 @@ PEER = Path(__file__).with_name("writers_peer.py")
 
 
 class Peer:
-    """One writer process (tests/writers_peer.py) over the store at ``path``."""
+    """One writer process (tests/storage/writers_peer.py) over the store at ``path``."""
 
     def __init__(self, path: Path, name: str) -> None:
         self.name = name

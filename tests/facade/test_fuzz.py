@@ -42,7 +42,7 @@ DOCUMENTED_CODES = {
     line.strip().split('"')[1]
     for line in Path(__file__)
     .resolve()
-    .parents[1]
+    .parents[2]
     .joinpath("web/errors.mjs")
     .read_text()
     .split("export const ERROR_CODES = Object.freeze([")[1]

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "pymemory" / "models" / "manifest.json"
 MODELS = ROOT / ".cache" / "models"
 HEX64 = re.compile(r"^[0-9a-f]{64}$")

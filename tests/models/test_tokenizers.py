@@ -19,7 +19,7 @@ from pymemory.models.tokenizers import UnsupportedTokenizerError, load_tokenizer
 from pymemory.models.tokenizers.bytelevel_bpe import _merge_short, merge_symbols
 from pymemory.models.tokenizers.normalize import BertNormalizer, BertPreTokenizer, translate_regex
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tools import tokenizer_assets  # noqa: E402
 

@@ -4,7 +4,7 @@
 10,000 deep raises RecursionError, so a message built with ``{value!r}`` turned a
 documented ValidationError into a bare one. Every such message goes through
 ``pymemory.errors.shown``; these are the places outside the ``Memory`` facade (which
-tests/test_facade_fuzz.py covers) where a public call reached one.
+tests/facade/test_facade_fuzz.py covers) where a public call reached one.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from pymemory.encoder.smollm2 import (
 )
 from pymemory.storage import MapKv
 
-MODELS = Path(__file__).resolve().parents[1] / ".cache" / "models" / "smollm2"
+MODELS = Path(__file__).resolve().parents[2] / ".cache" / "models" / "smollm2"
 RULES = RuleEncoder()
 
 # Inputs the production prompt refines and the guard accepts (from the dev set's runs),
