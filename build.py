@@ -6,6 +6,7 @@
     python3 build.py setup    venv + package, pinned browser assets, the pymemory wheel
     python3 build.py pack     the npm package: dist/pymemory-<version>.tgz (and the wheel)
     python3 build.py bench    run the benchmark scripts
+    python3 build.py postgres --port N   a throwaway local PostgreSQL; prints its DSN
 
 Uses only the standard library, so it runs on a fresh machine with plain python3.
 """
@@ -29,7 +30,7 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".pymemory-setup"
-EXTRAS = "test,bench,models,testing,langgraph,encryption"
+EXTRAS = "test,bench,models,testing,langgraph,encryption,postgres"
 
 
 def step(msg: str) -> None:
@@ -89,6 +90,11 @@ def cmd_test(args: argparse.Namespace) -> None:
     step("ruff")
     run(PY, "-m", "ruff", "check", "pymemory", "tests", "benchmarks", "tools", "examples",
         "build.py")  # fmt: skip
+    node = shutil.which("node")
+    if not node:
+        sys.exit("error: the JS unit tests need Node.js 18 or newer: apt-get install -y nodejs")
+    step("JS unit tests (node --test web/**/*.test.mjs)")
+    run(node, "--test", *sorted(p.relative_to(ROOT) for p in (ROOT / "web").rglob("*.test.mjs")))
     step("pytest")
     run(PY, "-m", "pytest", *args.pytest_args)
 
@@ -126,6 +132,28 @@ def cmd_bench(args: argparse.Namespace) -> None:
         run(PY, script, *args.bench_args)
 
 
+def cmd_postgres(args: argparse.Namespace) -> None:
+    """A throwaway PostgreSQL for trying the server store (tools/postgres.py)."""
+    from tools.postgres import LocalPostgres, PostgresError
+
+    try:
+        server = LocalPostgres(Path(args.dir) if args.dir else None, port=args.port, tcp=True)
+        server.start()
+    except PostgresError as exc:
+        sys.exit(f"error: {exc}")
+    step(f"PostgreSQL in {server.root} (log: {server.log}); Ctrl-C stops it")
+    print(f"DSN: {server.tcp_dsn()}", flush=True)
+    print(f"DSN (unix socket): {server.dsn()}", flush=True)
+    try:
+        while server.pid() is not None:
+            time.sleep(1)
+        sys.exit("error: PostgreSQL exited; see its log")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop() if args.dir else server.remove()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -140,6 +168,10 @@ def main() -> None:
     p.add_argument("--skip-models", action="store_true", help="don't fetch/convert the models")
     p.set_defaults(fn=cmd_demo)
     sub.add_parser("pack", help="build the npm tarball and the wheel").set_defaults(fn=cmd_pack)
+    p = sub.add_parser("postgres", help="run a local PostgreSQL and print its DSN")
+    p.add_argument("--port", type=int, default=5433, help="TCP port on 127.0.0.1")
+    p.add_argument("--dir", help="keep the data in this folder (default: temporary)")
+    p.set_defaults(fn=cmd_postgres)
     p = sub.add_parser("bench", help="run benchmarks/bench_*.py")
     p.set_defaults(fn=cmd_bench)
     # Unknown arguments go through to pytest (test) or the benchmark scripts (bench).

@@ -46,7 +46,7 @@ ARGS = [
 NOW = 1_780_000_000_000
 
 BARE = """(numpy) => new Promise((resolve) => {
-  const w = new Worker("/web/test/bare-worker.mjs", { type: "module" });
+  const w = new Worker("/web/pages/test/bare-worker.mjs", { type: "module" });
   w.onmessage = (e) => { resolve(e.data); w.terminate(); };
   w.postMessage({ numpy });
 })"""
@@ -123,7 +123,7 @@ def open_page(browser, base: str, durability: str = "strict"):
     ctx = browser.new_context()
     ctx.set_default_timeout(300_000)
     page = ctx.new_page()
-    page.goto(f"{base}/web/test/harness.html")
+    page.goto(f"{base}/web/pages/test/harness.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
     return ctx, page
 

@@ -1,4 +1,4 @@
-"""What the ranking costs, before and after a change, in one run (CPython).
+"""What retrieve, add and open cost, before and after a change, in one run (CPython).
 
 Usage (from the repository root)::
 
@@ -16,7 +16,9 @@ sessions, so conversation context exists), then ``retrieve`` (default strategy,
 ``max_items`` 10) is timed per query, after 5 untimed warm-ups: BM25 alone, then hybrid
 after ``attach_embedder(HashingEmbedder())`` + ``embed_idle()``. ``live``: one ``add``
 before each hybrid ``retrieve`` (a chat writes a turn, then asks), so any per-write cache
-is rebuilt every time. Reported: p50 / p95 ms and the after / before ratio of the p50s.
+is rebuilt every time; those ``add`` calls are timed too (``add``). ``open``: the store
+written to a SQLite file (closed, so it holds the index snapshot) and reopened 5 times.
+Reported: p50 / p95 ms and the after / before ratio of the p50s.
 """
 
 from __future__ import annotations
@@ -60,11 +62,15 @@ async def measure(size: int, n_queries: int, seed: int) -> dict:
         for i, t in enumerate(docs)
     )
 
+    adds: list[float] = []
+
     async def timed(live: bool) -> list[float]:
         out = []
         for i, q in enumerate(queries[:5] + queries):
             if live:
+                t0 = time.perf_counter()
                 await memory.add(extra[i % len(extra)], timestamp=last)
+                adds.append((time.perf_counter() - t0) * 1000)
             t0 = time.perf_counter()
             await memory.retrieve(q, max_items=10)
             if i >= 5:
@@ -76,8 +82,28 @@ async def measure(size: int, n_queries: int, seed: int) -> dict:
     await memory.embed_idle()
     result["hybrid"] = await timed(False)
     result["hybrid, live"] = await timed(True)
+    result["add"] = adds[5:]
     await memory.close()
+    result["open"] = await time_open(docs, last)
     return result
+
+
+async def time_open(docs: list[str], last: int, reopen: int = 5) -> list[float]:
+    """ms to reopen a SQLite store of ``docs`` (from its index snapshot), ``reopen`` times."""
+    from pymemory import Memory
+
+    with tempfile.TemporaryDirectory(prefix="pymemory-open-") as tmp:
+        path = Path(tmp) / "store.db"
+        memory = await Memory.open(path, clock=lambda: last)
+        await memory.add_many({"text": t, "timestamp": T0 + i * MINUTE} for i, t in enumerate(docs))
+        await memory.close()
+        out = []
+        for _ in range(reopen):
+            t0 = time.perf_counter()
+            memory = await Memory.open(path, clock=lambda: last)
+            out.append((time.perf_counter() - t0) * 1000)
+            await memory.close()
+        return out
 
 
 def child(args: argparse.Namespace) -> None:
@@ -122,15 +148,17 @@ def main() -> None:
                     for mode, ms in modes.items():
                         samples[side].setdefault((size, mode), []).extend(ms)
     rows = []
-    print("| items | retrieve | before p50 / p95 ms | after p50 / p95 ms | after / before (p50) |")
+    print("| items | call | before p50 / p95 ms | after p50 / p95 ms | after / before (p50) |")
     print("|---|---|---|---|---|")
     for key in samples["after"]:
         b, a = np.array(samples["before"][key]), np.array(samples["after"][key])
         bp, ap_ = np.percentile(b, [50, 95]), np.percentile(a, [50, 95])
         rows.append({"items": int(key[0]), "mode": key[1], "before": bp.tolist(),
                      "after": ap_.tolist(), "ratio": float(ap_[0] / bp[0])})  # fmt: skip
-        print(f"| {int(key[0]):,} | {key[1]} | {bp[0]:.2f} / {bp[1]:.2f} | {ap_[0]:.2f} / "
-              f"{ap_[1]:.2f} | {ap_[0] / bp[0]:.2f}x |")
+        print(
+            f"| {int(key[0]):,} | {key[1]} | {bp[0]:.2f} / {bp[1]:.2f} | {ap_[0]:.2f} / "
+            f"{ap_[1]:.2f} | {ap_[0] / bp[0]:.2f}x |"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

@@ -6,7 +6,7 @@ Usage::
         [--profile] [--json out.json] [--plot docs/img/browser_latency_vs_size.svg]
 
 Needs `python3 build.py setup` (assets, models) and Debian's Chromium. One page,
-``/web/bench/retrieval.html``, talks to pymemory's Web Worker (Pyodide + IndexedDB) and
+``/web/pages/bench/retrieval.html``, talks to pymemory's Web Worker (Pyodide + IndexedDB) and
 runs Orama (``@orama/orama``, pinned in assets.lock.json) on its own main thread.
 The pymemory wheel is built afresh from this checkout into a temporary folder (or
 ``--wheel`` names one) and served in place of ``.cache/wheels``.
@@ -27,7 +27,7 @@ Scale (synthetic corpus of ``bench_bm25.make_corpus``; a fresh browser context p
 * Memory: ``navigator.storage.estimate()`` usage (IndexedDB) and the page realm's bytes
   from ``performance.measureUserAgentSpecificMemory()`` (the JS heap holding Orama). That
   API leaves out WebAssembly memory, so pymemory's Pyodide heap is measured with
-  ``--profile``: a bare Pyodide worker (``web/bench/profile-worker.mjs``) loads the largest
+  ``--profile``: a bare Pyodide worker (``web/pages/bench/profile-worker.mjs``) loads the largest
   corpus into a Memory on a MapKv, reads tracemalloc (the MapKv's records excluded) and
   the WebAssembly memory's growth, and times the parts of a hybrid retrieve.
 
@@ -82,7 +82,7 @@ MEMORY_ARGS = [
     "--enable-precise-memory-info",
     "--js-flags=--expose-gc",  # the page collects garbage before each memory reading
 ]
-PAGE = "/web/bench/retrieval.html"
+PAGE = "/web/pages/bench/retrieval.html"
 DATA = "/bench-data/"
 
 
@@ -300,7 +300,7 @@ def run_suite(page: Page, name: str, suite: Suite, similarity: float) -> dict:
 
 
 PROFILE = """([corpusUrl, queriesUrl, warmup]) => new Promise((resolve, reject) => {
-  const w = new Worker("/web/bench/profile-worker.mjs", { type: "module" });
+  const w = new Worker("/web/pages/bench/profile-worker.mjs", { type: "module" });
   w.onmessage = (e) => {
     w.terminate();
     e.data.ok ? resolve(e.data.result) : reject(new Error(e.data.error));

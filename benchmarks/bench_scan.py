@@ -242,7 +242,7 @@ async def time_retrieve(
     embedder = TableEmbedder(texts + queries, np.concatenate([dv, qv]))
     await memory.attach_embedder(embedder)  # type: ignore[arg-type]
     await memory.embed_idle()
-    vectors = memory._dense.vectors
+    vectors = memory.vectors
     assert len(vectors) == len(texts), (len(vectors), len(texts))
     lat: dict[str, list[float]] = {"exact": [], "coarse": []}
     same = []

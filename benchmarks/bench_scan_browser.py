@@ -113,7 +113,7 @@ async def run(entries_json, queries_json, docs16, qs16, warmup):
     await memory.attach_embedder(embedder)
     await memory.embed_idle()
     out["embed_s"] = time.perf_counter() - t0
-    vectors = memory._dense.vectors
+    vectors = memory.vectors
     assert len(vectors) == n, (len(vectors), n)
     for q in queries[:warmup]:
         vectors.coarse_min_rows = 1
@@ -210,7 +210,7 @@ def main() -> int:
             ctx = browser.new_context()
             ctx.set_default_timeout(3_600_000)
             page = ctx.new_page()
-            page.goto(base + "/web/bench/retrieval.html")
+            page.goto(base + "/web/pages/bench/retrieval.html")
             raw = page.evaluate(RUN, [base, args.warmup, WORKER_JS, WORKER_PY])
             version = browser.version
             browser.close()

@@ -26,12 +26,8 @@ import numpy as np
 from pymemory.evals import load
 from pymemory.evals.suites import Suite, Turn, load_suite
 from pymemory.retrieval.catalog import TYPE_CODE
-from pymemory.retrieval.pipeline import (
-    decay_factor,
-    lexical_query,
-    relevance_of,
-    time_match_factor,
-)
+from pymemory.retrieval.lexical import lexical_query
+from pymemory.retrieval.pipeline import decay_factor, relevance_of, time_match_factor
 from pymemory.retrieval.plan import Plan
 from pymemory.retrieval.when import query_window
 

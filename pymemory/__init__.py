@@ -20,8 +20,8 @@ from .errors import (
     WrongKeyError,
 )
 from .item import ArchivedItem, Feedback, MemoryItem, MemoryVersion
-from .memory import ImportResult, Memory
-from .retrieval.pipeline import Candidate, Retrieval, ScoredMemory
+from .memory import Memory
+from .retrieval.results import Candidate, Retrieval, ScoredMemory
 from .retrieval.strategies import (
     by_scope,
     by_tag,
@@ -42,6 +42,7 @@ from .retrieval.tokens import (
 from .retrieval.vectors import InMemoryVectorStore, VectorStore
 from .retrieval.vectors_kv import KvVectorStore
 from .storage import KvBackend, MapKv
+from .storage.export import ImportResult
 
 if TYPE_CHECKING:
     from .storage.sqlite import SqliteKv

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .item import ArchivedItem, MemoryItem
-from .retrieval.pipeline import Retrieval
+from .retrieval.results import Retrieval
 
 CONTENT_WIDTH = 60  # characters of content shown in a table row
 

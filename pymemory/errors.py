@@ -58,9 +58,16 @@ class SchemaError(PymemoryError):
 class StorageError(PymemoryError):
     """The storage backend failed (e.g. IndexedDB quota exceeded or transaction aborted,
     or another SQLite connection held the write lock past the busy timeout). The failed
-    batch was not applied."""
+    batch was not applied.
+
+    ``retryable`` is True when making the same call again may succeed (a database server
+    that was unreachable or restarting, a timeout), False when it would fail the same way."""
 
     code = "storage_error"
+
+    def __init__(self, *args: object, retryable: bool = False) -> None:
+        super().__init__(*args)
+        self.retryable = retryable
 
 
 class QuotaExceededError(StorageError):
@@ -82,6 +89,28 @@ class WrongKeyError(PymemoryError):
     store's key since this one opened it). Nothing was written."""
 
     code = "wrong_key"
+
+
+class SyncError(PymemoryError):
+    """A sync round with a CouchDB-protocol hub failed: the server was unreachable, timed
+    out, answered an HTTP error or something that is not CouchDB's JSON. Nothing the
+    round had not finished was written locally. ``retryable`` is True when the same call
+    may succeed later (network, timeout, 5xx), False when it would fail the same way
+    (wrong credentials, no such database, not a CouchDB server)."""
+
+    code = "sync_failed"
+
+    def __init__(self, *args: object, retryable: bool = False) -> None:
+        super().__init__(*args)
+        self.retryable = retryable
+
+
+class SyncIntegrityError(SyncError):
+    """The hub served a record of an encrypted store that fails its sealed check: an
+    older revision replayed, a value moved to another key, a forged or dropped deletion.
+    The batch holding it was refused (nothing of it written); the hub needs attention."""
+
+    code = "sync_integrity"
 
 
 class StoreClosedError(PymemoryError):
@@ -115,6 +144,8 @@ __all__ = [
     "StorageError",
     "StoreClosedError",
     "StrategyError",
+    "SyncError",
+    "SyncIntegrityError",
     "ValidationError",
     "WrongKeyError",
 ]

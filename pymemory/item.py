@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from .checks import MAX_SAFE_INT, check_id, check_str, is_int
 from .errors import ValidationError, shown
 
 MemoryType = Literal["message", "tool_result", "user_feedback", "user_preference", "system_event"]
@@ -31,7 +32,7 @@ MAX_TAG_CHARS = 64
 MAX_REFERENCES = 256
 # The last millisecond of year 9999: later ones are not dates Python (or a reader) can show.
 MAX_TIMESTAMP_MS = 253_402_300_799_999
-MAX_VERSION = 2**53 - 1
+MAX_VERSION = MAX_SAFE_INT
 # Integers in metadata: what a JS Number holds exactly (and far below Python's digit limit).
 MAX_METADATA_INT = 2**53
 # Nesting any JSON this package parses may have. Checked before parsing: a deep document
@@ -56,7 +57,7 @@ class Feedback:
     def __post_init__(self) -> None:
         for name in ("liked", "disliked"):
             value = getattr(self, name)
-            if not _is_int(value) or not 0 <= value <= MAX_VERSION:
+            if not is_int(value) or not 0 <= value <= MAX_VERSION:
                 raise ValidationError(f"feedback.{name} must be an int in 0..2**53-1")
         if not isinstance(self.important, bool):
             raise ValidationError("feedback.important must be a bool")
@@ -120,10 +121,10 @@ class MemoryItem:
         check_ttl(self.ttl_ms)
         if not isinstance(self.feedback, Feedback):
             raise ValidationError("feedback must be a Feedback")
-        _check_str("content_method", self.content_method)
+        check_str("content_method", self.content_method)
         if not 1 <= len(self.content_method) <= 32:
             raise ValidationError("content_method must be a short string")
-        if not _is_int(self.version) or not 1 <= self.version <= MAX_VERSION:
+        if not is_int(self.version) or not 1 <= self.version <= MAX_VERSION:
             raise ValidationError(f"version must be an int >= 1, got {shown(self.version)}")
 
     @property
@@ -324,31 +325,6 @@ def new_id() -> str:
 # --- field checks -----------------------------------------------------------------------
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_str(name: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError(f"{name} contains a lone surrogate; it is not valid text") from None
-    return value
-
-
-def check_id(value: object) -> str:
-    _check_str("id", value)
-    try:
-        canonical = str(uuid.UUID(value))  # type: ignore[arg-type]
-    except ValueError:
-        canonical = None
-    if canonical != value:
-        raise ValidationError(f"id must be a lowercase canonical UUID, got {shown(value)}")
-    return value  # type: ignore[return-value]
-
-
 def check_type(value: object) -> str:
     if not isinstance(value, str) or value not in MEMORY_TYPES:
         raise ValidationError(f"type must be one of {', '.join(MEMORY_TYPES)}, got {shown(value)}")
@@ -356,13 +332,13 @@ def check_type(value: object) -> str:
 
 
 def check_timestamp(value: object, name: str = "timestamp") -> int:
-    if not _is_int(value) or not 0 <= value <= MAX_TIMESTAMP_MS:  # type: ignore[operator]
+    if not is_int(value) or not 0 <= value <= MAX_TIMESTAMP_MS:  # type: ignore[operator]
         raise ValidationError(f"{name} must be an int of epoch milliseconds, got {shown(value)}")
     return value  # type: ignore[return-value]
 
 
 def check_content(value: object) -> str:
-    _check_str("content", value)
+    check_str("content", value)
     if not value.strip():  # type: ignore[union-attr]
         raise ValidationError("content must not be empty")
     if len(value) > MAX_CONTENT_CHARS:  # type: ignore[arg-type]
@@ -374,7 +350,7 @@ def check_content(value: object) -> str:
 
 
 def check_text(value: object) -> str:
-    _check_str("text", value)
+    check_str("text", value)
     if not value.strip():  # type: ignore[union-attr]
         raise ValidationError("text must not be empty")
     if len(value) > MAX_TEXT_CHARS:  # type: ignore[arg-type]
@@ -383,7 +359,7 @@ def check_text(value: object) -> str:
 
 
 def check_scope(value: object) -> str:
-    _check_str("scope", value)
+    check_str("scope", value)
     if not SCOPE_RE.fullmatch(value):  # type: ignore[arg-type]
         raise ValidationError(
             "scope must be 1-128 characters of letters, digits and _.:/@- "
@@ -393,7 +369,7 @@ def check_scope(value: object) -> str:
 
 
 def check_tag(value: object) -> str:
-    _check_str("tag", value)
+    check_str("tag", value)
     if not 1 <= len(value) <= MAX_TAG_CHARS or value != value.strip():  # type: ignore[arg-type,union-attr]
         raise ValidationError(f"a tag must be 1-{MAX_TAG_CHARS} characters without outer spaces")
     return value  # type: ignore[return-value]
@@ -411,7 +387,7 @@ def check_tags(value: object) -> tuple[str, ...]:
 def check_ttl(value: object) -> int | None:
     if value is None:
         return None
-    if not _is_int(value) or not 0 < value <= MAX_TIMESTAMP_MS:  # type: ignore[operator]
+    if not is_int(value) or not 0 < value <= MAX_TIMESTAMP_MS:  # type: ignore[operator]
         raise ValidationError(f"ttl_ms must be None or a positive int, got {shown(value)}")
     return value  # type: ignore[return-value]
 
@@ -465,7 +441,7 @@ def _check_json(value: Any, path: str, depth: int) -> None:
             raise ValidationError(f"metadata value at {path} is not a finite number")
         return
     if isinstance(value, str):
-        _check_str(f"metadata value at {path}", value)
+        check_str(f"metadata value at {path}", value)
         return
     if isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
@@ -475,7 +451,7 @@ def _check_json(value: Any, path: str, depth: int) -> None:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise ValidationError(f"metadata keys must be strings (at {path})")
-            _check_str(f"metadata key at {path}", k)
+            check_str(f"metadata key at {path}", k)
             _check_json(v, f"{path}.{k}", depth + 1)
         return
     raise ValidationError(f"metadata value at {path} is not JSON ({type(value).__name__})")
@@ -487,7 +463,7 @@ def check_metadata(value: object) -> dict[str, Any]:
         raise ValidationError("metadata must be a JSON object (dict)")
     _check_json(value, "metadata", 0)
     meta = {"source": "api", "confidence": 1.0, "references": [], **value}
-    _check_str("metadata.source", meta["source"])
+    check_str("metadata.source", meta["source"])
     if not 1 <= len(meta["source"]) <= 64:
         raise ValidationError("metadata.source must be 1-64 characters")
     conf = meta["confidence"]

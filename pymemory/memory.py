@@ -4,121 +4,71 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
 import logging
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .encoder import Encoder, Refiner, RuleEncoder
-from .encoder.intake import UNSET, build_item, build_items, changed_fields, type_name
-from .encoder.refine import RefineWorker
-from .errors import NotFoundError, PymemoryError, StoreClosedError, ValidationError, shown
-from .item import (
-    FEEDBACK_KINDS,
-    MAX_VERSION,
-    ArchivedItem,
-    Feedback,
-    MemoryItem,
-    MemoryVersion,
-    check_id,
+from .background import (
+    ModelWork,
+    Upkeep,
+    check_collaborators,
+    check_embedder,
+    check_refiner,
+    foreground,
+    notify,
 )
-from .models.embedding import Embedder, reads
+from .checks import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_days,
+    check_instance,
+    check_int,
+    check_lines,
+    check_lookup_id,
+    check_seconds,
+    check_str,
+    check_version,
+)
+from .encoder import Encoder, Refiner, RuleEncoder
+from .encoder.intake import UNSET, build_item, build_items, changed_fields
+from .errors import NotFoundError, StoreClosedError, ValidationError, shown
+from .item import FEEDBACK_KINDS, ArchivedItem, MemoryItem, MemoryVersion
+from .models.embedding import Embedder
+from .models.runtime import CALLS
+from .retrieval import pipeline
 from .retrieval.archive import search_archive
-from .retrieval.dense import DenseIndex
-from .retrieval.filters import item_matcher
-from .retrieval.pipeline import Retrieval, lexical_side, retrieve
+from .retrieval.filters import item_matcher, older_than
 from .retrieval.plan import compile_strategy
+from .retrieval.results import Retrieval
 from .retrieval.snapshot import SnapshotKeeper
-from .retrieval.snapshot import discard as discard_snapshot
 from .retrieval.strategies import Strategy, coerce
 from .retrieval.tokens import TokenCounter, default_token_counter
 from .retrieval.vectors_kv import KvVectorStore
 from .retrieval.view import StoreView
-from .storage import KvBackend, MapKv, Writes, changes, history, iter_prefix, schema
-from .storage.export import export_lines, parse_export
+from .retrieval.writer import StoreWriter
+from .storage import KvBackend, history, schema
+from .storage.export import ImportResult, export_lines, parse_export
+from .storage.location import open_store
 from .storage.room import ReportsRoom
-from .storage.transactions import (
-    WRITE_CHUNK,
-    forget_item,
-    merge_feedback,
-    store_refined,
-    stored_live,
-    update_item,
-)
+from .storage.transactions import WRITE_CHUNK, stored_live
+from .storage.watch import ChangeWatch
+from .sync import SyncHost
 
 log = logging.getLogger("pymemory")
 
-DAY_MS = 86_400_000
 MAX_QUERY_CHARS = 10_000
-
-
-@dataclass(frozen=True)
-class ImportResult:
-    added: int
-    replaced: int
-    skipped: int
-    archived: int
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _positive_number(value: object) -> bool:
-    """An int or float > 0 that a float can hold (inf is allowed, NaN is not)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        return float(value) > 0
-    except OverflowError:  # an int past float's range
-        return False
-
-
-def _store_path(store: object) -> str:
-    """``open()``'s ``store`` as a SQLite file path: a str or os.PathLike, valid Unicode."""
-    path = os.fspath(store) if isinstance(store, os.PathLike) else store
-    if not isinstance(path, str):
-        raise ValidationError(
-            f"store must be a KvBackend, a SQLite file path (str or os.PathLike) or None, "
-            f"got {type_name(store)}"
-        )
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError("the store path contains a lone surrogate") from None
-    return path
-
-
-VECTOR_DTYPES = ("int8", "float16", "float32")
-
-
-def _check_embedder(embedder: object, vector_dtype: object, *, allow_none: bool = False) -> None:
-    if not (allow_none and embedder is None) and not isinstance(embedder, Embedder):
-        raise ValidationError(
-            f"embedder must be an Embedder (name, dim and an async embed()), got "
-            f"{type_name(embedder)}"
-        )
-    if not isinstance(vector_dtype, str) or vector_dtype not in VECTOR_DTYPES:
-        raise ValidationError(
-            f"vector_dtype must be one of {', '.join(VECTOR_DTYPES)}, got {shown(vector_dtype)}"
-        )
-
-
-def _check_refiner(refiner: object, *, allow_none: bool = False) -> None:
-    if allow_none and refiner is None:
-        return
-    if not isinstance(getattr(refiner, "method", None), str) or not callable(
-        getattr(refiner, "refine", None)
-    ):
-        raise ValidationError(
-            f"refiner must be a Refiner (a str method and an async refine()), got "
-            f"{type_name(refiner)}"
-        )
-
-
+# The user's calls: while one runs, background inference waits (models/runtime.py).
+@foreground("add", "add_many", "update", "delete", "feedback", "clear", "get", "history")
+@foreground("list", "retrieve", "search_archive", "stats", "import_")
 class Memory:
     """Private, offline memory for an agent. Open with ``await Memory.open(...)``.
 
@@ -153,23 +103,27 @@ class Memory:
         self.kv = kv
         # Called as fn(kind, item_id) after background work changes an item ("refined").
         self.listeners: list[Callable[[str, str], object]] = []
-        self._dense: DenseIndex | None = None  # set by attach_embedder()
-        self._refine: RefineWorker | None = None  # set by attach_refiner()
         self._owns_kv = owns_kv
         self.encoder = encoder
         self.token_counter = token_counter
         self._clock = clock
-        self._feedback_flush_s = feedback_flush_s
-        self._sweep_interval_s = sweep_interval_s
-        self._auto_archive_days = auto_archive_days
-        self._view = StoreView(kv, on_drop=self._drop_work)
+        self._view = StoreView(kv, on_drop=lambda item_id: self._work.drop(item_id))
         self._catalog = self._view.catalog
         self._lock = asyncio.Lock()
-        self._maintenance: asyncio.Task[None] | None = None
+        # Every commit of an item record goes through the writer (retrieval/writer.py).
+        self._writer = StoreWriter(
+            kv, self._view, self._lock, is_open=lambda: not self._closed, catch_up=self._sync_locked
+        )
+        self._work = ModelWork(
+            self._writer, on_refined=lambda i: notify(self.listeners, "refined", i)
+        )
+        self._upkeep = Upkeep.of(self, feedback_flush_s, sweep_interval_s, auto_archive_days)
         # Index snapshots (retrieval/snapshot.py): written in the background and at close.
         self._snapshots = SnapshotKeeper(
             kv, self._view, self._lock, vectors=lambda: self.vectors, before_take=self._sync_locked
         )
+        self._watch: ChangeWatch | None = None  # change notifications (storage/watch.py)
+        self.syncs = SyncHost(kv, self._sync)  # pymemory/sync/: rounds with a CouchDB hub
         self._closed = False
         self.schema_migrated_from: int = schema.SCHEMA_VERSION
 
@@ -201,44 +155,13 @@ class Memory:
         beside them (``vec:<id>``), so a reload never re-embeds; retrieval then fuses BM25
         and dense rankings (items not embedded yet are ranked by BM25 alone).
         """
-        for name, value in (
-            ("feedback_flush_s", feedback_flush_s),
-            ("sweep_interval_s", sweep_interval_s),
-        ):
-            if not _positive_number(value):
-                raise ValidationError(f"{name} must be a number of seconds > 0, got {shown(value)}")
-        if auto_archive_days is not None and not _positive_number(auto_archive_days):
-            raise ValidationError(
-                f"auto_archive_days must be None or a number of days > 0, "
-                f"got {shown(auto_archive_days)}"
-            )
+        flush_s = check_seconds("feedback_flush_s", feedback_flush_s)
+        sweep_s = check_seconds("sweep_interval_s", sweep_interval_s)
+        check_days("auto_archive_days", auto_archive_days, optional=True)
         # Checked here, not at first use: a wrong collaborator would otherwise fail later,
         # in a background task or in the middle of a write.
-        if encoder is not None and (not isinstance(encoder, Encoder) or isinstance(encoder, str)):
-            raise ValidationError(
-                f"encoder must be an Encoder (an object with an async encode()), got "
-                f"{type_name(encoder)}"
-            )
-        if token_counter is not None and not isinstance(token_counter, TokenCounter):
-            raise ValidationError(
-                f"token_counter must be a TokenCounter (name and count()), got "
-                f"{type_name(token_counter)}"
-            )
-        if not callable(clock):
-            raise ValidationError(
-                f"clock must be a callable giving epoch ms, got {type_name(clock)}"
-            )
-        _check_refiner(refiner, allow_none=True)
-        _check_embedder(embedder, vector_dtype, allow_none=True)
-        owns = not isinstance(store, KvBackend)
-        if store is None:
-            kv: KvBackend = MapKv()
-        elif isinstance(store, KvBackend):
-            kv = store
-        else:
-            from .storage.sqlite import SqliteKv
-
-            kv = await SqliteKv.open(_store_path(store))
+        check_collaborators(encoder, token_counter, clock, refiner, embedder, vector_dtype)
+        kv, owns = await open_store(store)
         try:
             memory = cls(
                 kv,
@@ -246,8 +169,8 @@ class Memory:
                 encoder=encoder or RuleEncoder(),
                 token_counter=token_counter or default_token_counter(),
                 clock=clock,
-                feedback_flush_s=float(feedback_flush_s),
-                sweep_interval_s=float(sweep_interval_s),
+                feedback_flush_s=flush_s,
+                sweep_interval_s=sweep_s,
                 auto_archive_days=auto_archive_days,
             )
             memory.schema_migrated_from = await schema.ensure_schema(kv)
@@ -256,8 +179,11 @@ class Memory:
             if owns:
                 await kv.close()
             raise
-        memory._maintenance = asyncio.ensure_future(memory._maintain())
+        memory._upkeep.start()
         memory._snapshots.start()
+        # A backend that pushes change notifications (PostgresKv: LISTEN/NOTIFY) wakes an
+        # idle instance to catch up at once; with others, reads and upkeep catch up.
+        memory._watch = ChangeWatch.start(kv, memory._sync)
         try:
             if refiner is not None:
                 await memory.attach_refiner(refiner)
@@ -274,40 +200,29 @@ class Memory:
         """Turn dense retrieval on (e.g. once a model has loaded): load the stored vectors
         and embed, in the background, every item that has none yet."""
         self._check_open()
-        _check_embedder(embedder, vector_dtype)
-        if self._dense is not None:
-            raise ValidationError("an embedder is already attached")
+        check_embedder(embedder, vector_dtype)
+        self._work.check_free("embedder")
         await self._sync()  # embed what other writers added too
-        # Assigned with no await after open's locked catch-up (see DenseIndex.open).
-        self._dense = await DenseIndex.open(
-            self.kv, embedder, self._catalog, self._lock, vector_dtype, on_commit=self._view.advance
-        )
+        await self._work.attach_embedder(embedder, vector_dtype)
 
     async def attach_refiner(self, refiner: Refiner) -> None:
         """Turn Encoder stage 2 on for items added from now on."""
         self._check_open()
-        _check_refiner(refiner)
-        if self._refine is not None:
-            raise ValidationError("a refiner is already attached")
-        self._refine = RefineWorker(
-            refiner,
-            get=self._catalog.get,
-            lock=self._lock,
-            write=self._write_refined,
-            on_refined=lambda item_id: self._notify("refined", item_id),
-        )
+        check_refiner(refiner)
+        self._work.check_free("refiner")
+        self._work.attach_refiner(refiner)
 
     @property
     def refiner(self) -> Refiner | None:
-        return None if self._refine is None else self._refine.refiner
+        return None if self._work.refine is None else self._work.refine.refiner
 
     @property
     def embedder(self) -> Embedder | None:
-        return None if self._dense is None else self._dense.embedder
+        return None if self._work.dense is None else self._work.dense.embedder
 
     @property
     def vectors(self) -> KvVectorStore | None:
-        return None if self._dense is None else self._dense.vectors
+        return self._work.vectors
 
     @property
     def clock(self) -> Callable[[], int]:
@@ -317,37 +232,23 @@ class Memory:
     # --- other writers: the change log ------------------------------------------------
 
     async def _sync(self) -> None:
-        """Apply what other instances changed since this one last looked: one read of the
-        store's sequence number when nothing did."""
-        if not await self._view.behind():
-            return
-        async with self._lock:
-            self._check_open()
-            await self._sync_locked()
+        """Apply what other instances changed since this one last looked."""
+        await self._writer.sync()
 
     async def _sync_locked(self) -> None:
         if await self._view.catch_up(self.vectors):
-            self._notify("changed", "")
-
-    def _drop_work(self, item_id: str) -> None:
-        """An item is gone from the store: cancel its queued refining and embedding."""
-        if self._refine is not None:
-            self._refine.cancel(item_id)
-        if self._dense is not None:
-            self._dense.forget([item_id])
+            notify(self.listeners, "changed", "")
 
     async def close(self) -> None:
         """Stop background work, persist pending feedback, close an owned store."""
         if self._closed:
             return
-        if self._maintenance is not None:
-            self._maintenance.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._maintenance
+        if self._watch is not None:
+            await self._watch.stop()
+        await self.syncs.stop()
+        await self._upkeep.stop()
         await self._snapshots.stop()
-        for worker in (self._refine, self._dense):
-            if worker is not None:
-                await worker.stop()
+        await self._work.stop()
         try:
             await self.flush()
             try:
@@ -369,37 +270,7 @@ class Memory:
         if self._closed:
             raise StoreClosedError("this Memory is closed")
 
-    async def _maintain(self) -> None:
-        """Background loop: flush feedback, sweep expired items, auto-archive."""
-        loop = asyncio.get_running_loop()
-        next_sweep = loop.time() + self._sweep_interval_s
-        next_archive = loop.time()
-        while True:
-            jobs: list[tuple[str, Callable[[], Any]]] = [
-                ("feedback flush", self.flush),
-                ("change-log sync", self._sync),  # drops what others forgot, even when idle
-            ]
-            if loop.time() >= next_sweep:
-                jobs.append(("TTL sweep", self.sweep))
-                next_sweep = loop.time() + self._sweep_interval_s
-            if self._auto_archive_days is not None and loop.time() >= next_archive:
-                days = self._auto_archive_days
-                jobs.append(("auto-archive", lambda d=days: self.archive_older_than(d)))
-                next_archive = loop.time() + 3600
-            for name, job in jobs:
-                try:
-                    await job()
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("background %s failed; will retry", name)
-            await asyncio.sleep(min(self._feedback_flush_s, self._sweep_interval_s))
-
-    # --- writing ----------------------------------------------------------------------
-    #
-    # Every write below is one changes.commit(): a transaction that reads the records it
-    # depends on, decides from what is stored (never from this instance's copy), writes and
-    # logs. The in-memory view is updated only once the commit has landed.
+    # --- writing: each write checks its arguments and commits through the writer ------
 
     async def add(
         self,
@@ -436,16 +307,8 @@ class Memory:
         return items
 
     async def _insert(self, items: list[MemoryItem]) -> None:
-        puts = [(schema.mem_key(it.id), it.to_json().encode()) for it in items]
-        async with self._lock:
-            self._check_open()
-            done = await changes.commit(self.kv, [], lambda _v, _l: Writes(puts))
-            for it in items:
-                self._catalog.put(it)
-            self._view.advance(done)
-        for it in items:
-            self._queue_refine(it)
-            self._queue_embed(it.id)
+        await self._writer.insert(items)
+        self._work.queue(items)
 
     async def update(
         self,
@@ -469,49 +332,16 @@ class Memory:
         nothing, unless the stored item is still at version ``n``. An item deleted
         meanwhile raises NotFoundError (nothing is written back)."""
         self._check_open()
-        if expected_version is not None and (
-            isinstance(expected_version, bool)
-            or not isinstance(expected_version, int)
-            or not 1 <= expected_version <= MAX_VERSION
-        ):
-            raise ValidationError("expected_version must be None or an int >= 1")
+        check_instance("id", id, str, "a string")
+        check_version(expected_version)
         await self._sync()
-        old = self._live(id)
-        fields = await changed_fields(
-            self.encoder,
-            old,
-            text=text,
-            content=content,
-            type=type,
-            metadata=metadata,
-            tags=tags,
-            scope=scope,
-            ttl_ms=ttl_ms,
-        )
-        async with self._lock:
-            self._check_open()
-            write = update_item(
-                id, fields, self._view.pending.get(id), self._clock(), expected_version
-            )
-            done = await self._commit_on_item(id, write)
-            item = done.result
-            self._view.pending.pop(id, None)
-            self._catalog.put(item)
-            self._view.advance(done)
+        old = self._view.live(id, self._clock())
+        given = dict(text=text, content=content, type=type, metadata=metadata, tags=tags)
+        fields = await changed_fields(self.encoder, old, **given, scope=scope, ttl_ms=ttl_ms)
+        item = await self._writer.update(id, fields, self._clock(), expected_version)
         if item.text != old.text:
-            self._queue_embed(id)
+            self._work.queue([item], refine=False)
         return item
-
-    async def _commit_on_item(
-        self, item_id: str, fn: Callable[[list[bytes | None], list[list[str]]], Writes]
-    ) -> changes.Committed:
-        """Commit ``fn`` over the record of one item (caller holds the lock); if the item
-        turns out to be gone, drop it here too and re-raise NotFoundError."""
-        try:
-            return await changes.commit(self.kv, [schema.mem_key(item_id)], fn)
-        except NotFoundError:
-            self._view.drop(item_id)
-            raise
 
     async def delete(self, id: str, *, expected_version: int | None = None) -> None:
         """Forget a memory for good: the item, its vector and its archived copy (an
@@ -522,34 +352,9 @@ class Memory:
         update raises NotFoundError, its pending feedback is dropped). With
         ``expected_version=n`` it fails with ConflictError if the item changed since."""
         self._check_open()
-        if not isinstance(id, str):
-            raise ValidationError(f"id must be a string, got {type_name(id)}")
-        if expected_version is not None and (
-            isinstance(expected_version, bool)
-            or not isinstance(expected_version, int)
-            or not 1 <= expected_version <= MAX_VERSION
-        ):
-            raise ValidationError("expected_version must be None or an int >= 1")
-        try:
-            check_id(id)
-        except ValidationError:
-            raise NotFoundError(f"no memory with id {shown(id)}") from None  # never a memory's
-        async with self._lock:
-            self._check_open()
-            keys = [schema.mem_key(id), schema.arc_key(id)]
-            write = forget_item(id, expected_version)
-            try:
-                done = await changes.commit(
-                    self.kv, keys, write, list_prefixes=[schema.hst_prefix(id)]
-                )
-            except NotFoundError:
-                self._view.drop(id)
-                raise
-            self._view.drop(id)
-            self._view.archived.discard(id)
-            self._view.corrupt_keys.discard(schema.mem_key(id))
-            self._view.advance(done)
-        await self._purge()
+        check_version(expected_version)
+        check_lookup_id(id)
+        await self._writer.delete(id, expected_version)
 
     async def feedback(
         self, id: str, kind: Literal["liked", "disliked", "important"], *, durable: bool = False
@@ -564,48 +369,21 @@ class Memory:
         (``important``) stays; feedback for an item deleted meanwhile is dropped (with
         ``durable=True``: NotFoundError)."""
         self._check_open()
-        if not isinstance(kind, str) or kind not in FEEDBACK_KINDS:
-            known = ", ".join(FEEDBACK_KINDS)
-            raise ValidationError(f"feedback must be one of {known}, got {shown(kind)}")
-        if not isinstance(durable, bool):
-            raise ValidationError("durable must be a bool")
+        check_choice("feedback", kind, FEEDBACK_KINDS)
+        check_bool("durable", durable)
+        check_instance("id", id, str, "a string")
         await self._sync()
         async with self._lock:
-            item = self._live(id)
-            one = Feedback().add(kind)
-            pending = self._view.pending
-            pending[id] = pending.get(id, Feedback()).merged(one)
-            self._catalog.set_feedback(replace(item, feedback=item.feedback.merged(one)))
+            self._view.note_feedback(self._view.live(id, self._clock()), kind)
         if durable:
-            _, gone = await self._flush()
+            _, gone = await self._writer.flush_feedback()
             if id in gone:
                 raise NotFoundError(f"memory {shown(id)} was deleted; the feedback was not stored")
 
     async def flush(self) -> int:
         """Persist queued feedback as one batch. Returns how many items were written."""
-        written, _ = await self._flush()
+        written, _ = await self._writer.flush_feedback()
         return written
-
-    async def _flush(self) -> tuple[int, list[str]]:
-        """Flush; (items written, ids whose feedback was dropped: deleted meanwhile)."""
-        self._check_open()
-        async with self._lock:
-            pending = dict(self._view.pending)
-            if not pending:
-                return 0, []
-            ids = list(pending)
-            write = merge_feedback(ids, pending)
-            done = await changes.commit(self.kv, [schema.mem_key(i) for i in ids], write)
-            written, gone = done.result
-            for item_id in ids:
-                del self._view.pending[item_id]
-            for item in written:
-                self._catalog.put(item)
-            for item_id in gone:
-                log.info("feedback for %s dropped: the memory was deleted", item_id)
-                self._view.drop(item_id)
-            self._view.advance(done)
-            return len(written), gone
 
     async def clear(
         self,
@@ -626,37 +404,22 @@ class Memory:
         transaction, and clear() repeats until no stored item matches, so an item another
         instance added or changed to match before clear() returns is removed too."""
         self._check_open()
-        if not isinstance(all, bool):
-            raise ValidationError(f"all must be a bool, got {type_name(all)}")
-        if all:
-            count = await self._forget_where(lambda _item: True)
-            count += await self._clear_archive()
-            await self._purge()
+        if check_bool("all", all):
+            count = await self._writer.forget_where(lambda _item: True, archive=False)
+            count += await self._writer.clear_archive()
+            await self._writer.purge()
             return count
-        if (
-            scope is None
-            and tags is None
-            and type is None
-            and since_ms is None
-            and until_ms is None
-        ):
+        if builtins.all(f is None for f in (scope, tags, type, since_ms, until_ms)):
             raise ValidationError(
                 "clear() needs a filter (scope, tags, type, since_ms, until_ms) or all=True"
             )
-        match = item_matcher(scope, tags, type, since_ms, until_ms)
-        count = await self._forget_where(match)
-        if count:
-            await self._purge()
-        return count
+        return await self._writer.forget(item_matcher(scope, tags, type, since_ms, until_ms))
 
     async def sweep(self) -> int:
         """Delete expired memories from the store. Returns how many."""
         self._check_open()
         now = self._clock()
-        count = await self._forget_where(lambda item: item.is_expired(now))
-        if count:
-            await self._purge()
-        return count
+        return await self._writer.forget(lambda item: item.is_expired(now))
 
     async def archive_older_than(self, days: float, *, keep_important: bool = True) -> int:
         """Move memories older than ``days`` to the archive (id, type, timestamp, content
@@ -666,115 +429,27 @@ class Memory:
         self._check_open()
         if isinstance(days, bool) or not isinstance(days, (int, float)) or not days >= 0:
             raise ValidationError("days must be a number >= 0")
-        if not isinstance(keep_important, bool):
-            raise ValidationError(f"keep_important must be a bool, got {type_name(keep_important)}")
-        cutoff = self._clock() - days * DAY_MS
-
-        def old(item: MemoryItem) -> bool:
-            return item.timestamp < cutoff and not (keep_important and item.feedback.important)
-
-        count = await self._forget_where(old, archive=True)
-        if count:
-            await self._purge()
-        return count
-
-    async def _forget_where(
-        self, match: Callable[[MemoryItem], bool], *, archive: bool = False
-    ) -> int:
-        """Delete (or archive) every stored item ``match`` accepts, WRITE_CHUNK per
-        transaction, until none is left. Candidates come from the view after a sync; each
-        is re-checked on its stored record, so a candidate another writer changed is not
-        deleted (and the view is corrected), and one it deleted is dropped here."""
-        total = 0
-        while True:
-            async with self._lock:
-                self._check_open()
-                await self._sync_locked()
-                removed = await self._view.forget_next(match, archive)
-                if removed is None:
-                    return total
-                total += removed
-
-    async def _clear_archive(self) -> int:
-        """Delete every archived item and unreadable memory record (clear(all=True))."""
-        total = 0
-        while True:
-            async with self._lock:
-                self._check_open()
-                await self._sync_locked()
-                removed = await self._view.clear_archive_next()
-                if removed is None:
-                    return total
-                total += removed
-
-    async def _purge(self) -> None:
-        """After a forget: drop the index snapshot (it may hold what was forgotten) and
-        ask the backend to scrub deleted records from its files."""
-        try:
-            await discard_snapshot(self.kv)
-        except PymemoryError:
-            log.exception("dropping the index snapshot after a forget failed")
-        try:
-            await self.kv.purge()
-        except PymemoryError:
-            log.exception("purging deleted records from the store failed")
+        check_bool("keep_important", keep_important)
+        return await self._writer.forget(older_than(days, self._clock(), keep_important), True)
 
     # --- background work (encoder stage 2, embeddings) --------------------------------
 
-    def _queue_refine(self, item: MemoryItem) -> None:
-        if self._refine is not None:
-            self._refine.queue(item)
-
-    async def _write_refined(self, before: MemoryItem, refined: MemoryItem) -> bool:
-        """Store a refined summary (lock held) if the stored item still holds what the
-        refiner saw: an edit by any writer meanwhile wins."""
-        write = store_refined(before, refined)
-        done = await changes.commit(self.kv, [schema.mem_key(refined.id)], write)
-        if done.result is not None:
-            self._view.put(done.result)
-        self._view.advance(done)
-        return done.result is not None
-
     async def refine_idle(self) -> None:
         """Wait until the refiner has worked through everything queued so far."""
-        if self._refine is not None:
-            await self._refine.idle()
-
-    def _notify(self, kind: str, item_id: str) -> None:
-        for fn in list(self.listeners):
-            try:
-                fn(kind, item_id)
-            except Exception:
-                log.exception("change listener failed")
-
-    def _queue_embed(self, item_id: str) -> None:
-        if self._dense is not None:
-            self._dense.queue(item_id)
+        await self._work.idle("refine")
 
     async def embed_idle(self) -> None:
         """Wait until every queued item has been embedded."""
-        if self._dense is not None:
-            await self._dense.idle()
+        await self._work.idle("dense")
 
     # --- reading ----------------------------------------------------------------------
-
-    def _live(self, id: str) -> MemoryItem:
-        if not isinstance(id, str):
-            raise ValidationError(f"id must be a string, got {type_name(id)}")
-        item = self._catalog.get(id)
-        if item is None:
-            raise NotFoundError(f"no memory with id {shown(id)}")
-        if item.is_expired(self._clock()):
-            raise NotFoundError(f"memory {shown(id)} has expired (ttl_ms)")
-        return item
 
     async def get(self, id: str) -> MemoryItem:
         """The memory with ``id``. Raises NotFoundError if unknown, expired or archived."""
         self._check_open()
-        if not isinstance(id, str):
-            raise ValidationError(f"id must be a string, got {type_name(id)}")
+        check_instance("id", id, str, "a string")
         await self._sync()
-        return self._live(id)
+        return self._view.live(id, self._clock())
 
     async def history(self, id: str) -> builtins.list[MemoryVersion]:
         """Every version of a memory, oldest first, ending with the current one: each
@@ -783,17 +458,9 @@ class Memory:
         it includes other writers' updates. Retrieval only ever sees the current version;
         forgetting the memory forgets its history. NotFoundError as for ``get``."""
         self._check_open()
-        if not isinstance(id, str):
-            raise ValidationError(f"id must be a string, got {type_name(id)}")
-        try:
-            check_id(id)
-        except ValidationError:
-            raise NotFoundError(f"no memory with id {shown(id)}") from None
+        check_lookup_id(id)
         current = stored_live(id, await self.kv.get(schema.mem_key(id)), self._clock())
-        pasts = [
-            history.read_past(raw) async for _, raw in iter_prefix(self.kv, schema.hst_prefix(id))
-        ]
-        return history.versions(current, pasts)
+        return await history.item_versions(self.kv, current)
 
     async def list(
         self,
@@ -808,16 +475,10 @@ class Memory:
         """Live memories matching every filter (``tags``: any of them), newest first. A
         filter left at None does not filter."""
         self._check_open()
-        if limit is not None and (
-            not isinstance(limit, int) or isinstance(limit, bool) or limit < 0
-        ):
-            raise ValidationError("limit must be None or an int >= 0")
+        check_int("limit", limit, minimum=0, optional=True)
         match = item_matcher(scope, tags, type, since_ms, until_ms)
         await self._sync()
-        now = self._clock()
-        found = [i for i in self._catalog if match(i) and not i.is_expired(now)]
-        found.sort(key=lambda i: (i.timestamp, i.id), reverse=True)
-        return found if limit is None else found[:limit]
+        return self._view.newest(match, self._clock(), limit)
 
     async def get_all(self, **filters: Any) -> builtins.list[MemoryItem]:
         """``list()`` under the name Mem0 users know; the same filters."""
@@ -848,56 +509,29 @@ class Memory:
         self._check_open()
         if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
             raise ValidationError(f"query must be a string of at most {MAX_QUERY_CHARS} chars")
-        for name, value in (("max_items", max_items), ("max_tokens", max_tokens)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValidationError(f"{name} must be an int >= 1, got {shown(value)}")
-        if not isinstance(trace, bool) or not isinstance(condense, bool):
-            raise ValidationError("trace and condense must be bools")
-        plan = compile_strategy(coerce(strategy))
-        # The query is embedded (in the browser: in the model worker) while this thread
-        # syncs and scores BM25: the call takes the longer of the two, not their sum.
-        dense_index = self._dense
-        if dense_index is not None and not reads(dense_index.embedder, query):
-            dense_index = None  # its vectors of this query would be noise: BM25 alone
-            no_dense = "dense retrieval off for this query: the embedder does not read its script"
-        else:
-            no_dense = "dense retrieval off: no embedder; ranked by BM25"
-        embedding = None if dense_index is None else dense_index.embed_query(query)
-        try:
-            await self._sync()  # what other writers added, changed or forgot
-            now = self._clock()
-            lexical = lexical_side(self._catalog, query, now)
-            if dense_index is None:
-                dense, notes = None, (no_dense,)
-            else:
-                dense, notes = await dense_index.candidates(embedding, plan.fusion.depth)
-        finally:
-            if embedding is not None and not embedding.done():
-                embedding.cancel()
-            elif embedding is not None and not embedding.cancelled():
-                embedding.exception()  # seen: a failure here is no "never retrieved" warning
-        return retrieve(
+        check_int("max_items", max_items, minimum=1)
+        check_int("max_tokens", max_tokens, minimum=1)
+        check_bool("trace", trace)
+        check_bool("condense", condense)
+        return await pipeline.run(
             self._catalog,
             query,
-            plan,
-            now_ms=now,
-            lexical=lexical,
+            compile_strategy(coerce(strategy)),
+            dense_index=self._work.dense,
+            catch_up=self._sync,  # what other writers added, changed or forgot
+            clock=self._clock,
             max_items=max_items,
             max_tokens=max_tokens,
             counter=self.token_counter,
             trace=trace,
-            dense=dense,
-            notes=notes,
             condense_to_fit=condense,
         )
 
     async def search_archive(self, query: str = "", *, limit: int = 10) -> list[ArchivedItem]:
         """Search the archive (loaded from the store on demand). Empty query: newest first."""
         self._check_open()
-        if not isinstance(query, str) or isinstance(limit, bool) or not isinstance(limit, int):
-            raise ValidationError("search_archive(query: str, limit: int)")
-        if limit < 0:
-            raise ValidationError("limit must be >= 0")
+        check_str("query", query)
+        check_int("limit", limit, minimum=0)
         return await search_archive(self.kv, query, limit)
 
     async def stats(self) -> dict[str, Any]:
@@ -910,7 +544,15 @@ class Memory:
             "schema_version": schema.SCHEMA_VERSION,
             "token_counter": self.token_counter.name,
             "storage": await self.kv.room() if isinstance(self.kv, ReportsRoom) else None,
+            "background": CALLS.stats(),
+            "sync": await self.syncs.status(),
         }
+
+    async def sync(self, url: str, *, auth: Any = None, live: bool = False) -> Any:
+        """One round with the CouchDB database at ``url`` (docs/sync.md): a SyncResult.
+        ``live=True``: background rounds with backoff instead; returns their LiveSync."""
+        self._check_open()
+        return await self.syncs.run(url, auth, live=live)
 
     # --- export / import --------------------------------------------------------------
 
@@ -943,35 +585,11 @@ class Memory:
         earlier batches landed. "replace" gives a replaced item the next version number
         and drops its old vector (an identical record is left as it is)."""
         self._check_open()
-        if not isinstance(on_conflict, str) or on_conflict not in ("error", "skip", "replace"):
-            raise ValidationError("on_conflict must be 'error', 'skip' or 'replace'")
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-            raise ValidationError("chunk_size must be an int >= 1")
-        if on_progress is not None and not callable(on_progress):
-            raise ValidationError("on_progress must be None or a callable")
-        if isinstance(lines, str):
-            lines = lines.splitlines()
-        elif isinstance(lines, (bytes, bytearray, Mapping)) or not isinstance(lines, Iterable):
-            raise ValidationError("import_() takes the JSON Lines as a str or a list of str")
-        parsed = parse_export(lines)
-        records: list[MemoryItem | ArchivedItem] = [*parsed.memories, *parsed.archived]
-        added = replaced = skipped = archived_n = 0
-        async with self._lock:
-            self._check_open()
-            for start in range(0, len(records), chunk_size):
-                chunk = records[start : start + chunk_size]
-                # The first batch of an "error" import also checks every later id.
-                checked = records if (start == 0 and on_conflict == "error") else chunk
-                outcome = await self._view.import_chunk(chunk, checked, on_conflict, parsed.pasts)
-                added += outcome.added
-                replaced += outcome.replaced
-                skipped += outcome.skipped
-                archived_n += len(outcome.archived)
-                for item in outcome.memories:
-                    self._queue_embed(item.id)
-                if on_progress is not None:
-                    try:
-                        on_progress(start + len(chunk), len(records))
-                    except Exception:
-                        log.exception("import progress callback failed")
-        return ImportResult(added=added, replaced=replaced, skipped=skipped, archived=archived_n)
+        check_choice("on_conflict", on_conflict, ("error", "skip", "replace"))
+        check_int("chunk_size", chunk_size, minimum=1)
+        check_callable("on_progress", on_progress, "(written, total)", optional=True)
+        parsed = parse_export(check_lines(lines, "import_()"))
+        embed = lambda items: self._work.queue(items, refine=False)  # noqa: E731
+        return await self._writer.import_records(
+            parsed, on_conflict, chunk_size, on_progress, embed
+        )

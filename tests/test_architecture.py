@@ -1,7 +1,9 @@
 """The tree is the architecture: an import-graph check over pymemory/ (see ARCHITECTURE.md).
 
-Every import counts, inside functions too; only ``if TYPE_CHECKING:`` blocks are skipped,
-because they never run.
+Every import counts, inside functions too. The layer rules skip ``if TYPE_CHECKING:``
+blocks (they never run); the cycle check counts them too, since a cycle a type checker
+follows is still two modules that each need the other to be read. Also: no module takes
+another module's ``_private`` name, and no Python or JS source runs past 600 lines.
 """
 
 from __future__ import annotations
@@ -23,23 +25,35 @@ ALLOWED: dict[str, set[str]] = {
     "encoder": {"base", "storage", "models"},
     "retrieval": {"base", "storage", "models", "encoder-api"},
     "agent": {"base", "storage", "models", "retrieval", "encoder-api"},
-    "facade": {"base", "storage", "models", "encoder", "retrieval"},
+    # The replicator: below EncryptedKv, it ships sealed bytes (pymemory/sync/).
+    "sync": {"base", "storage"},
+    "facade": {"base", "storage", "models", "encoder", "retrieval", "sync"},
     "evals": {"base", "storage", "models", "encoder", "retrieval", "facade"},
     "cli": {"base", "storage", "models", "encoder", "retrieval", "facade", "evals", "root"},
-    "browser": {"base", "storage", "models", "encoder", "retrieval", "facade", "agent", "evals"},
+    "browser": {
+        "base", "storage", "models", "encoder", "retrieval", "facade", "agent", "evals", "sync"
+    },
     # Adapters to other frameworks; no layer imports them (none lists "integrations").
     "integrations": {"base", "storage", "models", "retrieval", "facade", "encoder-api"},
     "root": {"base", "storage", "models", "encoder", "retrieval", "facade"},
     "testing": set(),
 }
-# The browser's modules, importable only under Pyodide; browser/pyodide.py is their one user.
+# The browser's modules, importable only under Pyodide; the browser/pyodide/ package is
+# their one user.
 PYODIDE_MODULES = ("js", "pyodide")
-PYODIDE_ALLOWED = {
-    "pymemory.browser.pyodide",
-    # The LLM adapters' fetch transport imports pyodide.http inside its one call, so that
-    # agent code runs in both runtimes; CPython never reaches it.
-    "pymemory.agent.llm.transport",
-}
+PYODIDE_PACKAGE = "pymemory.browser.pyodide"
+# The LLM adapters' fetch transport imports pyodide.http inside its one call, so that agent
+# code runs in both runtimes; CPython never reaches it.
+PYODIDE_ALLOWED = {"pymemory.agent.llm.transport"}
+MAX_LINES = 600
+
+
+def knows_pyodide(module: str) -> bool:
+    return (
+        module == PYODIDE_PACKAGE
+        or module.startswith(PYODIDE_PACKAGE + ".")
+        or (module in PYODIDE_ALLOWED)
+    )
 
 
 def layer_of(module: str) -> str:
@@ -47,15 +61,15 @@ def layer_of(module: str) -> str:
     if module == "pymemory":
         return "root"
     head = parts[1]
-    if head in ("errors", "item", "paths"):
+    if head in ("errors", "item", "paths", "checks"):
         return "base"
-    if head == "memory":
+    if head in ("memory", "background"):
         return "facade"
     if head in ("cli", "cli_format", "cli_commands", "__main__"):
         return "cli"
     if head == "encoder":
         return "encoder-api" if len(parts) == 2 else "encoder"
-    if head in ("storage", "models", "retrieval", "agent", "evals", "browser", "testing"):
+    if head in ("storage", "models", "retrieval", "agent", "evals", "browser", "testing", "sync"):
         return head
     if head == "integrations":
         return head
@@ -77,14 +91,15 @@ def _type_checking_only(node: ast.If) -> bool:
     )
 
 
-def imports_of(path: Path, module: str) -> list[tuple[str, int]]:
-    """(absolute module imported, line) for every import that can run."""
+def imports_of(path: Path, module: str, *, type_checking: bool = False) -> list[tuple[str, int]]:
+    """(absolute module imported, line) for every import that can run (and with
+    ``type_checking``, those under ``if TYPE_CHECKING:`` too)."""
     is_pkg = path.name == "__init__.py"
     found: list[tuple[str, int]] = []
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _type_checking_only(child):
+            if isinstance(child, ast.If) and _type_checking_only(child) and not type_checking:
                 for sub in child.orelse:
                     visit(sub)
                 continue
@@ -106,12 +121,12 @@ def imports_of(path: Path, module: str) -> list[tuple[str, int]]:
     return found
 
 
-def import_graph(root: Path) -> dict[str, list[tuple[str, int]]]:
+def import_graph(root: Path, *, type_checking: bool = False) -> dict[str, list[tuple[str, int]]]:
     modules = {module_name(root, p): p for p in root.rglob("*.py")}
     graph = {}
     for name, path in modules.items():
         edges = []
-        for target, line in imports_of(path, name):
+        for target, line in imports_of(path, name, type_checking=type_checking):
             if target.split(".")[0] in PYODIDE_MODULES or target in modules:
                 edges.append((target, line))
         graph[name] = edges
@@ -128,7 +143,7 @@ def violations(root: Path) -> list[str]:
         for target, line in edges:
             where = f"{module}:{line} imports {target}"
             if target.split(".")[0] in PYODIDE_MODULES:
-                if module not in PYODIDE_ALLOWED:
+                if not knows_pyodide(module):
                     problems.append(f"{where}: only pymemory.browser.pyodide knows Pyodide")
                 continue
             other = layer_of(target)
@@ -139,8 +154,52 @@ def violations(root: Path) -> list[str]:
                 problems.append(f"{where}: use the encoder's package API (pymemory.encoder)")
             elif other not in allowed and not (other == "encoder-api" and "encoder" in allowed):
                 problems.append(f"{where}: {home} may not import {other}")
-    problems.extend(f"import cycle: {' -> '.join(c)}" for c in _cycles(graph))
+    typed = import_graph(root, type_checking=True)
+    problems.extend(f"import cycle: {' -> '.join(c)}" for c in _cycles(typed))
+    problems.extend(private_imports(root))
     return problems
+
+
+def private_imports(root: Path) -> list[str]:
+    """Uses of another module's ``_private`` name: ``from m import _x`` and ``m._x`` where
+    ``m`` is a pymemory module imported under that name."""
+    modules = {module_name(root, p): p for p in root.rglob("*.py")}
+    problems = []
+    for name, path in sorted(modules.items()):
+        tree = ast.parse(path.read_text(), str(path))
+        is_pkg = path.name == "__init__.py"
+        aliases: dict[str, str] = {}  # a local name bound to another pymemory module
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = name.split(".") if is_pkg else name.split(".")[:-1]
+                    parts = parts[: len(parts) - (node.level - 1)]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                for a in node.names:
+                    if f"{base}.{a.name}" in modules:
+                        aliases[a.asname or a.name] = f"{base}.{a.name}"
+                    elif _private(a.name) and base in modules and base != name:
+                        problems.append(f"{name}:{node.lineno} imports {base}.{a.name}")
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname and a.name in modules:
+                        aliases[a.asname] = a.name
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and aliases[node.value.id] != name
+                and _private(node.attr)
+            ):
+                target = aliases[node.value.id]
+                problems.append(f"{name}:{node.lineno} uses {target}.{node.attr}")
+    return problems
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
 
 
 def _cycles(graph: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
@@ -200,9 +259,16 @@ def test_every_module_belongs_to_a_layer():
             "from ..retrieval.analyzer import analyze",
             "may not import retrieval",
         ),
-        ("memory.py", "from .browser import api", "facade may not import browser"),
+        ("memory.py", "from .browser.rpc import api", "facade may not import browser"),
         ("agent/blocks.py", "import js", "only pymemory.browser.pyodide knows Pyodide"),
         ("retrieval/bm25.py", "from . import catalog", "import cycle"),
+        ("browser/rpc/wire.py", "from . import api", "import cycle"),
+        ("storage/base.py", "from .map import _missing", "imports pymemory.storage.map._missing"),
+        (
+            "retrieval/bm25.py",
+            "from . import catalog as c; c._x",
+            "uses pymemory.retrieval.catalog._x",
+        ),
         ("memory.py", "from .integrations import langgraph", "facade may not import integrations"),
         (
             "integrations/langgraph/store.py",
@@ -233,3 +299,38 @@ def test_public_names_are_the_users_names():
     assert sorted(pymemory.__all__) == sorted(set(pymemory.__all__))
     for name in pymemory.__all__:
         assert getattr(pymemory, name) is not None
+
+
+def test_a_cycle_through_a_type_checking_import_is_caught(tmp_path):
+    copy = tmp_path / "pymemory"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    target = copy / "retrieval" / "bm25.py"
+    target.write_text(
+        target.read_text()
+        + "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from . import catalog\n"
+    )
+    assert any("import cycle" in problem for problem in violations(copy))
+
+
+def long_sources(root: Path) -> list[str]:
+    """Python and JS sources over MAX_LINES lines (type declarations excepted)."""
+    skip = {".git", ".venv", ".cache", "node_modules", "build", "dist"}
+    found = []
+    for path in sorted(root.rglob("*")):
+        if skip & set(path.relative_to(root).parts) or path.suffix not in (".py", ".mjs", ".js"):
+            continue
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_LINES:
+            found.append(f"{path.relative_to(root)}: {lines} lines")
+    return found
+
+
+def test_no_source_is_over_600_lines():
+    assert long_sources(PACKAGE.parent) == []
+
+
+def test_a_long_source_is_caught(tmp_path):
+    (tmp_path / "web").mkdir()
+    (tmp_path / "web" / "big.mjs").write_text("x;\n" * (MAX_LINES + 1))
+    (tmp_path / "web" / "big.d.ts").write_text("x;\n" * (MAX_LINES + 1))
+    assert long_sources(tmp_path) == [f"web/big.mjs: {MAX_LINES + 1} lines"]

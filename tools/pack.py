@@ -1,11 +1,13 @@
 """Assemble the npm package and pack it: ``dist/pymemory-<version>.tgz``.
 
-The package holds the client, the React hook, their type declarations, the worker and its
-bridges, and ``wheels/`` (the pymemory wheel and Pyodide's numpy wheel, with their
-manifest). Pyodide, onnxruntime-web and js-tiktoken are npm dependencies, not copies; the
-models are not in it (``pymemory models fetch`` or ``build.py setup`` builds them, and the
-app serves them at ``modelsUrl``). Everything is built from the cache that ``build.py
-setup`` fills; nothing here downloads.
+The package is ``web/`` as it is in the repository (the files its package.json lists: the
+client and its modules, the React hook, their type declarations, ``worker/``: the worker
+and its bridges; never ``pages/`` or the ``*.test.mjs`` unit tests) plus ``wheels/`` (the
+pymemory wheel and Pyodide's numpy wheel, with their manifest). Pyodide, onnxruntime-web
+and js-tiktoken are npm dependencies, not copies; the models are not in it (``pymemory
+models fetch`` or ``build.py setup`` builds them, and the app serves them at
+``modelsUrl``). Everything is built from the cache that ``build.py setup`` fills; nothing
+here downloads.
 """
 
 from __future__ import annotations
@@ -20,27 +22,42 @@ from .assets import WHEELS, AssetError
 ROOT = Path(__file__).resolve().parent.parent
 DIST = ROOT / "dist"
 STAGE = DIST / "npm" / "package"
-WEB_FILES = ("agent-memory.mjs", "agent-memory.d.ts", "connection.mjs", "errors.mjs",
-             "react.mjs", "react.d.ts", "react-umd.mjs", "sw.mjs")  # fmt: skip
+WEB = ROOT / "web"
+# Laid out by stage() itself, not copied from web/.
+BUILT = ("wheels/", "README.md")
+
+
+def package_files() -> list[str]:
+    """The files of web/ the package ships, relative to web/: what package.json's ``files``
+    lists (a folder: its .mjs modules), without the unit tests (``*.test.mjs``)."""
+    manifest = json.loads((WEB / "package.json").read_text())
+    out: list[str] = []
+    for entry in manifest["files"]:
+        if entry in BUILT or entry.startswith("!"):
+            continue
+        if entry.endswith("/"):
+            out += [f"{entry}{p.name}" for p in sorted((WEB / entry).glob("*.mjs"))]
+        else:
+            out.append(entry)
+    return [name for name in out if not name.endswith(".test.mjs")]
 
 
 def stage() -> Path:
     """Lay the package out in dist/npm/package (replacing what was there)."""
-    manifest = json.loads((ROOT / "web" / "package.json").read_text())
+    manifest = json.loads((WEB / "package.json").read_text())
     shutil.rmtree(STAGE, ignore_errors=True)
-    (STAGE / "worker").mkdir(parents=True)
+    STAGE.mkdir(parents=True)
     (STAGE / "wheels").mkdir()
-    for name in WEB_FILES:
-        shutil.copy2(ROOT / "web" / name, STAGE / name)
-    for script in sorted((ROOT / "worker").glob("*.mjs")):
-        shutil.copy2(script, STAGE / "worker" / script.name)
+    for name in package_files():
+        (STAGE / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(WEB / name, STAGE / name)
     wheels = json.loads((WHEELS / "manifest.json").read_text())
     for key in ("pymemory", "numpy"):
         if key not in wheels:
             raise AssetError(f"{WHEELS / 'manifest.json'} names no {key} wheel: run build.py setup")
         shutil.copy2(WHEELS / wheels[key], STAGE / "wheels" / wheels[key])
     shutil.copy2(WHEELS / "manifest.json", STAGE / "wheels" / "manifest.json")
-    shutil.copy2(ROOT / "web" / "README.npm.md", STAGE / "README.md")
+    shutil.copy2(WEB / "README.npm.md", STAGE / "README.md")
     (STAGE / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return STAGE
 

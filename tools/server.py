@@ -1,20 +1,19 @@
-"""The dev/test web server: serves web/, worker/ and the cached vendor files and wheel on
-127.0.0.1 with the right MIME types and the COOP/COEP headers onnxruntime-web threads need
-(``start(isolate=False)`` leaves them out).
+"""The dev/test web server: serves web/ (the npm package's tree, with its pages in
+web/pages/) and the cached vendor files and wheel on 127.0.0.1 with the right MIME types
+and the COOP/COEP headers onnxruntime-web threads need (``start(isolate=False)`` leaves
+them out).
 
-    /                 web/demo/index.html
-    /debug/memory     web/debug/index.html
-    /web/...          web/
-    /worker/...       worker/
+    /                 web/pages/demo/index.html
+    /debug/memory     web/pages/debug/index.html
+    /web/...          web/  (the client, web/worker/, the pages under /web/pages/...)
     /vendor/...       .cache/vendor/
     /wheels/...       .cache/wheels/
     /models/...       .cache/models/   (model.onnx, tokenizer.json, config.json, build.json)
 
-and, so that the client's default asset URLs work on these pages unchanged, the npm
-package's layout around /web/agent-memory.mjs (its folder holds worker/, wheels/ and
-models/; the npm dependencies are its siblings):
+and, so that the client's default asset URLs work on these pages unchanged, what the npm
+package has around /web/agent-memory.mjs that the repository does not (its folder also
+holds wheels/ and models/; the npm dependencies are its siblings):
 
-    /web/worker/...             worker/
     /web/wheels/, /web/models/  .cache/wheels/, .cache/models/
     /pyodide/, /onnxruntime-web/dist/, /js-tiktoken/dist/   the vendored npm files
 """
@@ -33,12 +32,10 @@ from .assets import MODELS, VENDOR, WHEELS
 ROOT = Path(__file__).resolve().parent.parent
 MOUNTS: dict[str, Path] = {
     "/web/": ROOT / "web",
-    "/worker/": ROOT / "worker",
     "/vendor/": VENDOR,
     "/wheels/": WHEELS,
     "/models/": MODELS,
     # The package layout (see the module docstring); the longest matching prefix wins.
-    "/web/worker/": ROOT / "worker",
     "/web/wheels/": WHEELS,
     "/web/models/": MODELS,
     "/pyodide/": VENDOR / "pyodide",
@@ -46,8 +43,8 @@ MOUNTS: dict[str, Path] = {
     "/js-tiktoken/dist/": VENDOR / "js-tiktoken",
 }
 PAGES = {
-    "/": ROOT / "web" / "demo" / "index.html",
-    "/debug/memory": ROOT / "web" / "debug" / "index.html",
+    "/": ROOT / "web" / "pages" / "demo" / "index.html",
+    "/debug/memory": ROOT / "web" / "pages" / "debug" / "index.html",
 }
 TYPES = {
     ".mjs": "text/javascript",

@@ -1,189 +1,37 @@
 // pymemory's JavaScript client: createAgentMemory() talks to the pymemory Web Worker
 // (Pyodide + IndexedDB) over postMessage. All clients of a page share one connection, and
-// all tabs of an origin one worker (connection.mjs: the leader tab runs it).
+// all tabs of an origin one worker (connection.mjs; leader.mjs: the leader tab runs it).
 // Failures reject with a MemoryError whose `code` is stable (see ERROR_CODES); no call
 // and no `ready` can hang: a worker that cannot start rejects with `boot_failed`; a client
 // method never throws synchronously (bad arguments reject too).
 
+import { connection } from "./connection.mjs";
 import { ERROR_CODES, MemoryError } from "./errors.mjs";
 import {
   ASSET_DEFAULTS,
-  CONNECTION_OPTIONS,
+  CLIENT_OPTIONS,
   checkOptions,
-  Connection,
   DEFAULT_BOOT_TIMEOUT_MS,
-  optionChecks,
+  encryptionUnlock,
+  MODELS,
   resolveAssets,
-} from "./connection.mjs";
+  STORE_OPTIONS,
+} from "./options.mjs";
+import { PRESETS, resolveStrategy, strategies } from "./presets.mjs";
+import { MUTATIONS } from "./protocol.mjs";
 
-export { ASSET_DEFAULTS, DEFAULT_BOOT_TIMEOUT_MS, ERROR_CODES, MemoryError, resolveAssets };
-
-// --- strategies: the same values as Python's pymemory.retrieval.strategies ---------------------
-
-const list = (values) => (Array.isArray(values[0]) ? values[0] : values);
-const given = (obj) => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
-
-export const strategies = Object.freeze({
-  timeWindow: ({ hours = null, sinceMs = null, untilMs = null } = {}) => ({
-    kind: "time_window",
-    hours,
-    since_ms: sinceMs,
-    until_ms: untilMs,
-  }),
-  byTag: (tags, { match = "any" } = {}) => ({
-    kind: "by_tag",
-    tags: Array.isArray(tags) ? tags : [tags],
-    match,
-  }),
-  byType: (...types) => ({ kind: "by_type", types: list(types) }),
-  byScope: (...scopes) => ({ kind: "by_scope", scopes: list(scopes) }),
-  // Options left out take the core's defaults (pymemory.retrieval.strategies), kept in one place.
-  // timeDecay() keeps the per-type defaults; halfLifeHours and/or floor set one decay for
-  // every type; byType overrides single types: { tool_result: { halfLifeHours: 6 } }.
-  timeDecay: ({ halfLifeHours, floor, byType, queryWindow } = {}) =>
-    given({
-      kind: "time_decay",
-      half_life_hours: halfLifeHours,
-      floor,
-      by_type:
-        byType === undefined
-          ? undefined
-          : Object.fromEntries(
-              Object.entries(byType).map(([type, rule]) => [
-                type,
-                given({ half_life_hours: rule?.halfLifeHours, floor: rule?.floor }),
-              ]),
-            ),
-      query_window: queryWindow,
-    }),
-  feedbackWeight: ({ liked, disliked, important } = {}) =>
-    given({ kind: "feedback_weight", liked, disliked, important }),
-  fusion: ({ method, k, lexical, dense, power, depth, context } = {}) =>
-    given({ kind: "fusion", method, k, lexical, dense, power, depth, context }),
-  relevanceFloor: ({ minDense, minLexical } = {}) =>
-    given({ kind: "relevance_floor", min_dense: minDense, min_lexical: minLexical }),
-  compose: (...parts) => ({ kind: "compose", strategies: list(parts) }),
-});
-
-// Seed 002's presets: "recent-5" (the five newest), "all" (default ranking, nothing
-// dropped), "by-tag" (needs `tags`), "custom" (needs `custom`: a strategy object).
-export const PRESETS = Object.freeze(["recent-5", "all", "by-tag", "custom"]);
-
-export function resolveStrategy(strategy, { tags, custom } = {}) {
-  if (strategy == null || strategy === "all") return { strategy: null, listing: {} };
-  if (strategy === "recent-5") return { strategy: null, listing: { limit: 5 } };
-  if (strategy === "by-tag") {
-    if (!tags || !tags.length) throw new MemoryError("invalid_strategy", '"by-tag" needs tags');
-    return { strategy: strategies.byTag(tags), listing: { tags } };
-  }
-  if (strategy === "custom") {
-    if (!custom || typeof custom !== "object") {
-      throw new MemoryError("invalid_strategy", '"custom" needs a `custom` strategy object');
-    }
-    return { strategy: custom, listing: null };
-  }
-  if (typeof strategy === "object") return { strategy, listing: null };
-  throw new MemoryError(
-    "invalid_strategy",
-    `unknown strategy ${JSON.stringify(strategy)}; use ${PRESETS.join(", ")} or a strategy object`,
-  );
-}
-
-// --- the shared worker connection ----------------------------------------------------
-
-/** Local models a client can ask for: MiniLM embeddings, the SmolLM2 summarizer. */
-export const MODELS = Object.freeze(["embedder", "summarizer"]);
-
-const connections = new Map();
-
-// What the worker and the connection use for an option left out (worker/memory-worker.mjs).
-const CONNECTION_DEFAULTS = Object.freeze({
-  bootTimeoutMs: DEFAULT_BOOT_TIMEOUT_MS,
-  tabs: "shared",
-  durability: "strict",
-  ortThreads: 1,
-  modelWorker: true,
-  pyodideSnapshot: true,
-  feedbackFlushMs: 3000,
-  autoArchiveDays: null,
-  storageReserveBytes: 32 * 1024 * 1024,
-});
-
-/** The page's connection to the worker at the resolved `workerUrl` (one per URL). Its
- * options are the first caller's: a later caller that gives one of them another value
- * gets invalid_input rather than a connection that silently ignores it. */
-export function connection(options = {}) {
-  checkOptions(options, CONNECTION_OPTIONS);
-  const assets = resolveAssets(options);
-  const { assetsUrl, ...rest } = options;
-  for (const name of Object.keys(ASSET_DEFAULTS)) delete rest[name];
-  let conn = connections.get(assets.workerUrl);
-  if (!conn) {
-    conn = new Connection(assets, rest);
-    connections.set(assets.workerUrl, conn);
-    return conn;
-  }
-  const given = (name) => options[name] !== undefined || (options.assetsUrl !== undefined && name in ASSET_DEFAULTS);
-  const differs = [
-    ...Object.keys(ASSET_DEFAULTS).filter((name) => given(name) && assets[name] !== conn.assets[name]),
-    ...Object.keys(rest).filter(
-      (name) => given(name) && rest[name] !== (conn.options[name] ?? CONNECTION_DEFAULTS[name]),
-    ),
-  ];
-  if (differs.length) {
-    throw new MemoryError(
-      "invalid_input",
-      `option ${differs[0]} differs from this page's connection to ${assets.workerUrl}, which` +
-        " every client of the page shares and which the first client's options made; give" +
-        " every client the same value, or leave it out",
-    );
-  }
-  return conn;
-}
-
-// --- the client ----------------------------------------------------------------------
-
-const MUTATIONS = new Set([
-  "addMemory",
-  "addMany",
-  "update",
-  "delete",
-  "feedback",
-  "clear",
-  "archiveOlderThan",
-  "importJsonl",
-  "sweep",
-]);
-
-// The `encryption` option as it travels with every call of its client: its secret and a
-// random id the store worker knows the client by once the secret opened the database.
-function unlockOf(encryption) {
-  if (encryption == null) return undefined;
-  const bad = (message) => new MemoryError("invalid_input", `encryption: ${message}`);
-  if (typeof encryption !== "object" || Array.isArray(encryption)) {
-    throw bad("must be { passphrase } or { key: CryptoKey }");
-  }
-  const { passphrase, key, iterations, ...rest } = encryption;
-  if (Object.keys(rest).length) throw bad(`unknown option(s) ${Object.keys(rest).join(", ")}`);
-  if ((passphrase == null) === (key == null)) throw bad("give exactly one of passphrase or key");
-  if (passphrase != null && (typeof passphrase !== "string" || !passphrase)) {
-    throw bad("passphrase must be a non-empty string");
-  }
-  if (key != null) {
-    if (typeof CryptoKey === "undefined" || !(key instanceof CryptoKey)) throw bad("key must be a CryptoKey");
-    if (key.algorithm?.name !== "AES-GCM" || key.algorithm.length !== 256) {
-      throw bad("key must be an AES-GCM key of 256 bits");
-    }
-    if (!key.usages.includes("encrypt") || !key.usages.includes("decrypt")) {
-      throw bad('key must allow "encrypt" and "decrypt"');
-    }
-  }
-  if (iterations != null && !(Number.isInteger(iterations) && iterations >= 1000 && iterations <= 1e8)) {
-    throw bad("iterations must be an integer from 1000 to 100000000");
-  }
-  const secret = passphrase != null ? { passphrase } : { key };
-  return { id: crypto.randomUUID(), ...secret, ...(iterations != null ? { iterations } : {}) };
-}
+export {
+  ASSET_DEFAULTS,
+  connection,
+  DEFAULT_BOOT_TIMEOUT_MS,
+  ERROR_CODES,
+  MemoryError,
+  MODELS,
+  PRESETS,
+  resolveAssets,
+  resolveStrategy,
+  strategies,
+};
 
 function asObject(name, value) {
   if (value == null) return {};
@@ -192,32 +40,6 @@ function asObject(name, value) {
   }
   return value;
 }
-
-// Python's item.SCOPE_RE (dbName below: as the worker's api.py takes it).
-const SCOPE_RE = /^[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}$/;
-const isObject = (v) => (v !== null && typeof v === "object" && !Array.isArray(v)) || "an object";
-
-// Every option createAgentMemory takes: the client's own and its connection's. A name not
-// here is refused rather than ignored: a typo such as `presist: true` would otherwise
-// silently keep the default. `strategy` and `encryption` are checked below, with their
-// own messages.
-const OPTIONS = Object.freeze({
-  dbName: (v) => (typeof v === "string" && v.length >= 1 && v.length <= 128) || "a string of 1 to 128 characters",
-  scope: (v) =>
-    (typeof v === "string" && SCOPE_RE.test(v)) ||
-    "a string of 1 to 128 letters, digits and _.:/@- that starts with a letter or digit",
-  strategy: () => true,
-  tags: optionChecks.nullOr(
-    (v) => (Array.isArray(v) && v.every((t) => typeof t === "string" && t !== "")) || "an array of non-empty strings",
-  ),
-  custom: optionChecks.nullOr(isObject),
-  models: optionChecks.nullOr(
-    (v) => (Array.isArray(v) && v.every((m) => MODELS.includes(m))) || `an array of ${MODELS.map((m) => `"${m}"`).join(", ")}`,
-  ),
-  encryption: () => true,
-  persist: optionChecks.boolean,
-  ...CONNECTION_OPTIONS,
-});
 
 /**
  * Open (or join) a memory database in the shared worker.
@@ -237,7 +59,7 @@ const OPTIONS = Object.freeze({
  * starts or is written.
  */
 export function createAgentMemory(options = {}) {
-  checkOptions(options, OPTIONS);
+  checkOptions(options, CLIENT_OPTIONS);
   const {
     dbName = "pymemory",
     scope = "conversation",
@@ -250,7 +72,7 @@ export function createAgentMemory(options = {}) {
     ...connectionOptions
   } = options;
   // Per client, never a connection option: the connection (and its worker) is shared.
-  const unlock = unlockOf(encryption);
+  const unlock = encryptionUnlock(encryption);
   const resolved = resolveStrategy(strategy, { tags, custom });
   const conn = connection(connectionOptions);
   let closed = false;
@@ -258,7 +80,7 @@ export function createAgentMemory(options = {}) {
   async function call(method, params, onProgress) {
     if (closed) throw new MemoryError("closed", "this memory client is closed");
     const result = await conn.call(dbName, method, params, onProgress, unlock);
-    if (MUTATIONS.has(method)) conn._emit(dbName);
+    if (MUTATIONS.has(method)) conn.notifyChange(dbName);
     return result;
   }
 
@@ -288,9 +110,7 @@ export function createAgentMemory(options = {}) {
     modelsReady: modelsLoaded,
     // `fn` gets the current status at once, then every change.
     onStatus(fn) {
-      conn.statusListeners.add(fn);
-      fn(conn.status);
-      return () => conn.statusListeners.delete(fn);
+      return conn.onStatus(fn);
     },
     subscribe(fn) {
       return conn.onChange(dbName, fn);
@@ -415,7 +235,7 @@ function stripNull(obj) {
 /** The options of createMemoryStore (and useAgentMemory's own): `limit`, how many
  * memories it lists, a whole number from 1 to 100000. Throws invalid_input. */
 export function checkStoreOptions(options) {
-  checkOptions(options ?? {}, { limit: optionChecks.wholeIn(1, 100_000) });
+  checkOptions(options ?? {}, STORE_OPTIONS);
 }
 
 export function createMemoryStore(client, options = {}) {

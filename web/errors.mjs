@@ -11,6 +11,8 @@ export const ERROR_CODES = Object.freeze([
   "quota_exceeded", // the write would cross the storage reserve; nothing was written, deletes still work
   "closed", // the client or database was closed
   "wrong_key", // an encrypted store refused the key or passphrase; nothing was written
+  "sync_failed", // a sync round failed (server unreachable, timed out, HTTP error, not CouchDB)
+  "sync_integrity", // the sync server served a replayed, moved or forged encrypted record
   "boot_failed", // the worker or an asset could not load (message names the URL), or boot timed out
   "worker_failed", // the worker stopped while calls were in flight; retry after reload
   "leader_lost", // the tab running the store closed during the call; it may have been applied

@@ -17,7 +17,8 @@ MAX_DESCRIPTION_CHARS = 1000
 LABEL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 
 
-def _check_str(name: str, value: object) -> str:
+def check_text(name: str, value: object) -> str:
+    """``value`` if it is a string that encodes as UTF-8 (no lone surrogates)."""
     if not isinstance(value, str):
         raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
     try:
@@ -27,14 +28,15 @@ def _check_str(name: str, value: object) -> str:
     return value
 
 
-def _check_int(name: str, value: object, lo: int, hi: int) -> int:
+def check_int_range(name: str, value: object, lo: int, hi: int) -> int:
+    """``value`` if it is an int (not a bool) in ``lo..hi``."""
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise ValidationError(f"{name} must be an int in {lo}..{hi}, got {shown(value)}")
     return value
 
 
 def _check_label(value: object) -> str:
-    _check_str("label", value)
+    check_text("label", value)
     if not LABEL_RE.fullmatch(value):  # type: ignore[arg-type]
         raise ValidationError(
             "a block label must be 1-64 letters, digits, _ or - and start with a letter "
@@ -55,9 +57,9 @@ class MemoryBlock:
 
     def __post_init__(self) -> None:
         _check_label(self.label)
-        _check_str("value", self.value)
-        _check_int("limit", self.limit, 1, MAX_BLOCK_LIMIT)
-        _check_str("description", self.description)
+        check_text("value", self.value)
+        check_int_range("limit", self.limit, 1, MAX_BLOCK_LIMIT)
+        check_text("description", self.description)
         if len(self.description) > MAX_DESCRIPTION_CHARS:
             raise ValidationError(f"description must be at most {MAX_DESCRIPTION_CHARS} chars")
         if not isinstance(self.read_only, bool):
@@ -87,5 +89,6 @@ class MemoryBlock:
         return cls(**data)
 
 
-def _as_block(block: MemoryBlock | Mapping[str, Any]) -> MemoryBlock:
+def as_block(block: MemoryBlock | Mapping[str, Any]) -> MemoryBlock:
+    """``block`` as a MemoryBlock (a mapping is read with :meth:`MemoryBlock.from_dict`)."""
     return block if isinstance(block, MemoryBlock) else MemoryBlock.from_dict(block)

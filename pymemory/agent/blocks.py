@@ -55,9 +55,9 @@ from ..storage.schema import ensure_schema
 from .block import (
     DEFAULT_BLOCK_LIMIT,
     MemoryBlock,
-    _as_block,
-    _check_int,
-    _check_str,
+    as_block,
+    check_int_range,
+    check_text,
 )
 
 __all__ = [
@@ -84,7 +84,7 @@ _LETTA_HEADER = "The following memory blocks are currently engaged in your core 
 
 def block_key(set_id: str) -> str:
     """The KV key of a snapshot: ``blk:<set_id>``."""
-    _check_str("set_id", set_id)
+    check_text("set_id", set_id)
     if not SET_ID_RE.fullmatch(set_id):
         raise ValidationError(
             f"set_id must be 1-128 characters of letters, digits and _.:/@-, got {shown(set_id)}"
@@ -110,7 +110,7 @@ class MemoryBlockSet:
         max_blocks: int = DEFAULT_MAX_BLOCKS,
         letta_compat: bool = False,
     ) -> None:
-        self.max_blocks = _check_int("max_blocks", max_blocks, 1, MAX_SET_SIZE)
+        self.max_blocks = check_int_range("max_blocks", max_blocks, 1, MAX_SET_SIZE)
         if not isinstance(letta_compat, bool):
             raise ValidationError("letta_compat must be a bool")
         self.letta_compat = letta_compat
@@ -118,7 +118,7 @@ class MemoryBlockSet:
             raise ValidationError("blocks must be an iterable of blocks")
         items: dict[str, MemoryBlock] = {}
         for raw in blocks:
-            block = _as_block(raw)
+            block = as_block(raw)
             if block.label in items:
                 raise ConflictError(f"two blocks are labelled {block.label!r}")
             items[block.label] = block
@@ -208,7 +208,7 @@ class MemoryBlockSet:
             if not isinstance(data.get("blocks"), list):
                 raise ValidationError("blocks must be a list")
             out = cls(data["blocks"], max_blocks=data.get("max_blocks"))
-            out._revision = _check_int("revision", data.get("revision"), 0, 2**53)
+            out._revision = check_int_range("revision", data.get("revision"), 0, 2**53)
         except (ValueError, TypeError, ConflictError) as exc:
             raise ValidationError(f"the block snapshot {key!r} is unreadable: {exc}") from None
         return out
@@ -286,7 +286,7 @@ class MemoryBlockSet:
 
     async def add(self, block: MemoryBlock | Mapping[str, Any]) -> MemoryBlock:
         """Add a new block at the end (ConflictError if the label exists)."""
-        block = _as_block(block)
+        block = as_block(block)
 
         def change(blocks: dict[str, MemoryBlock], max_blocks: int) -> _Changed:
             if block.label in blocks:
@@ -311,7 +311,7 @@ class MemoryBlockSet:
     async def set_value(self, label: str, value: str) -> MemoryBlock:
         """Replace a block's whole value (the app's edit: allowed on read-only blocks).
         The last writer's value wins."""
-        _check_str("value", value)
+        check_text("value", value)
 
         def change(blocks: dict[str, MemoryBlock], _max: int) -> _Changed:
             block = replace(_get(blocks, label), value=value)
@@ -323,7 +323,7 @@ class MemoryBlockSet:
     async def append(self, label: str, content: str) -> MemoryBlock:
         """Letta's ``core_memory_append``: add ``content`` on a new line (no leading
         newline when the block is empty). Refuses read-only blocks and limit overflows."""
-        _check_str("content", content)
+        check_text("content", content)
 
         def change(blocks: dict[str, MemoryBlock], _max: int) -> _Changed:
             block = _editable(blocks, label)
@@ -336,8 +336,8 @@ class MemoryBlockSet:
     async def replace(self, label: str, old_content: str, new_content: str) -> MemoryBlock:
         """Letta's ``core_memory_replace``: replace every occurrence of ``old_content``
         (which must be present and non-empty) by ``new_content`` ("" deletes it)."""
-        _check_str("old_content", old_content)
-        _check_str("new_content", new_content)
+        check_text("old_content", old_content)
+        check_text("new_content", new_content)
         return (await self._replace(label, old_content, new_content))[0]
 
     async def _replace(self, label: str, old: str, new: str) -> tuple[MemoryBlock, int]:
@@ -361,8 +361,8 @@ class MemoryBlockSet:
         """Letta's ``memory_replace``: replace ``old``, which must occur exactly once in the
         block (NotFoundError if it does not occur, ValidationError naming the lines if it
         occurs more than once), by ``new`` ("" deletes it)."""
-        _check_str("old_string", old)
-        _check_str("new_string", new)
+        check_text("old_string", old)
+        check_text("new_string", new)
         if not old:
             raise ValidationError("old_string must not be empty; quote the text to replace")
 
@@ -390,7 +390,7 @@ class MemoryBlockSet:
         of the block (0: at the start; -1, the default: at the end). Lines are the block's
         value split on "\\n", so an empty block has one (empty) line; inserting into it
         gives ``text`` alone (Letta keeps the empty line, see the README)."""
-        _check_str("new_string", text)
+        check_text("new_string", text)
         if isinstance(insert_line, bool) or not isinstance(insert_line, int):
             raise ValidationError(f"insert_line must be an integer, got {shown(insert_line)}")
 
@@ -413,7 +413,7 @@ class MemoryBlockSet:
     async def rethink(self, label: str, value: str) -> MemoryBlock:
         """Letta's ``memory_rethink``: the agent rewrites the whole block (unlike
         ``set_value``, the app's edit, it refuses read-only blocks and an unknown label)."""
-        _check_str("new_memory", value)
+        check_text("new_memory", value)
 
         def change(blocks: dict[str, MemoryBlock], _max: int) -> _Changed:
             blocks[label] = block = _resized(_editable(blocks, label), value)

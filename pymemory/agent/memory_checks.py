@@ -1,7 +1,7 @@
 """What the memory tools accept: the ``/memories`` path rules and the argument checks.
 
 Shared by the two tools of :mod:`.memory_tool` and the ``memory_20250818`` commands of
-:mod:`.memory_commands`. A check that fails raises :class:`_Fail`, a refusal with a stable
+:mod:`.memory_commands`. A check that fails raises :class:`Refusal`, a refusal with a stable
 code that the tool turns into ``ToolResult(is_error=True)``;
 :func:`normalize_memory_path` raises ValidationError.
 """
@@ -28,7 +28,7 @@ _PERCENT_RE = re.compile(r"%[0-9A-Fa-f]{2}")
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
-class _Fail(Exception):
+class Refusal(Exception):
     """A refusal the model can act on: a stable ``code`` and a message."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -41,7 +41,7 @@ class _Stale(Exception):
     """What a command read changed before its write could land."""
 
 
-class _Recorded:
+class RecordedKv:
     """The KV store as one tool command sees it: reads go through and are remembered
     (a prefix is listed whole, once); the command's one ``put_many`` is held back.
     :meth:`commit` writes it in a transaction that first checks every remembered read is
@@ -102,31 +102,32 @@ class _Recorded:
         await self.kv.transact(keys, write, list_prefixes=prefixes)
 
 
-async def _run_recorded(kv: KvBackend, command: Callable[[_Recorded], Awaitable[T]]) -> T:
+async def run_recorded(kv: KvBackend, command: Callable[[RecordedKv], Awaitable[T]]) -> T:
     """Run ``command`` over a recorded view of ``kv`` and commit its write; re-run it on
     a fresh view when another writer changed what it read."""
     for _ in range(MAX_ATTEMPTS):
-        view = _Recorded(kv)
+        view = RecordedKv(kv)
         result = await command(view)
         try:
             await view.commit()
         except _Stale:
             continue
         return result
-    raise _Fail(
+    raise Refusal(
         "conflict",
         "The memory kept changing while this command ran (other writers); try it again.",
     )
 
 
-def _forbidden_char(text: str) -> str | None:
+def forbidden_char(text: str) -> str | None:
+    """The first control, bidi or line-separator character in ``text`` as ``U+XXXX``, or None."""
     for ch in text:
         if ch in _BIDI or unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp"):
             return f"U+{ord(ch):04X}"
     return None
 
 
-def _shown(value: object, limit: int = 120) -> str:
+def excerpt(value: object, limit: int = 120) -> str:
     """``value`` as a bounded excerpt for a message (a string as is, anything else as
     :func:`~pymemory.errors.shown` gives it); never raises."""
     if not isinstance(value, str):
@@ -153,8 +154,8 @@ def normalize_memory_path(path: str) -> str:
     if len(path) > MAX_PATH_BYTES:
         raise _invalid(path, f"path is longer than {MAX_PATH_BYTES} bytes")
     if not path.startswith(MEMORY_ROOT):
-        raise ValidationError(f"Path must start with {MEMORY_ROOT}, got: {_shown(path)}")
-    bad = _forbidden_char(path)
+        raise ValidationError(f"Path must start with {MEMORY_ROOT}, got: {excerpt(path)}")
+    bad = forbidden_char(path)
     if bad is not None:
         raise _invalid(path, f"path contains the control or invisible character {bad}")
     if "\\" in path:
@@ -212,11 +213,11 @@ def normalize_memory_path(path: str) -> str:
 
 
 def _escape(path: str) -> ValidationError:
-    return ValidationError(f"Path {_shown(path)} would escape {MEMORY_ROOT} directory")
+    return ValidationError(f"Path {excerpt(path)} would escape {MEMORY_ROOT} directory")
 
 
 def _invalid(path: str, reason: str) -> ValidationError:
-    return ValidationError(f"Invalid path {_shown(path)!r}: {reason}.")
+    return ValidationError(f"Invalid path {excerpt(path)!r}: {reason}.")
 
 
 def _reads_as_dots(segment: str) -> bool:
@@ -243,31 +244,35 @@ def check_key_segments(key: str) -> str | None:
 # --- arguments ------------------------------------------------------------------------------
 
 
-def _str_arg(args: Mapping[str, Any], name: str, what: str, *, nonempty: bool = False) -> str:
+def str_arg(args: Mapping[str, Any], name: str, what: str, *, nonempty: bool = False) -> str:
+    """The string argument ``name`` of a command (``what``), else a Refusal."""
     value = args.get(name)
     if not isinstance(value, str) or (nonempty and not value):
         kind = "a non-empty string" if nonempty else "a string"
-        raise _Fail("invalid_input", f"`{name}` is required for {what} and must be {kind}.")
+        raise Refusal("invalid_input", f"`{name}` is required for {what} and must be {kind}.")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise _Fail("invalid_input", f"`{name}` is not valid Unicode text.") from None
+        raise Refusal("invalid_input", f"`{name}` is not valid Unicode text.") from None
     return value
 
 
-def _int_arg(args: Mapping[str, Any], name: str, what: str) -> int:
+def int_arg(args: Mapping[str, Any], name: str, what: str) -> int:
+    """The integer argument ``name`` of a command (``what``; an integral float will do),
+    else a Refusal."""
     value = args.get(name)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise _Fail("invalid_input", f"`{name}` is required for {what} and must be an integer.")
+        raise Refusal("invalid_input", f"`{name}` is required for {what} and must be an integer.")
     return value
 
 
-def _check_size(text: str, limit: int, what: str) -> bytes:
+def check_size(text: str, limit: int, what: str) -> bytes:
+    """``text`` as UTF-8 if it is at most ``limit`` bytes, else a ``too_large`` Refusal."""
     data = text.encode("utf-8")
     if len(data) > limit:
-        raise _Fail(
+        raise Refusal(
             "too_large",
             f"{what} would be {len(data):,} bytes; the limit is {limit:,} bytes. "
             "Split it into smaller files or shorten it.",

@@ -1,6 +1,6 @@
 """The Anthropic ``memory_20250818`` commands over the ``fs:`` files of one KvBackend.
 
-:class:`_Tree` holds the lookups and the six commands (``view`` / ``create`` /
+:class:`MemoryTree` holds the lookups and the six commands (``view`` / ``create`` /
 ``str_replace`` / ``insert`` / ``delete`` / ``rename``) with the output formats and messages
 Claude expects; :func:`~.memory_tool.create_anthropic_memory_tool` checks the arguments and
 dispatches to it. The key layout is described in :mod:`.memory_tool`.
@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..storage.base import MAX_KEY_CHARS, KvBackend, iter_prefix
-from .memory_checks import MEMORY_ROOT, _check_size, _Fail, _shown, normalize_memory_path
+from .memory_checks import MEMORY_ROOT, Refusal, check_size, excerpt, normalize_memory_path
 
 _HIDDEN = "node_modules"
 
@@ -72,7 +72,7 @@ def _matches(text: str, sub: str, max_lines: int = MAX_LISTED_LINES) -> tuple[in
 # --- the /memories tree (memory_20250818) ---------------------------------------------------
 
 
-class _Tree:
+class MemoryTree:
     """The ``fs:`` files of one KV: lookups and the six commands."""
 
     def __init__(self, kv: KvBackend, prefix: str, max_file_bytes: int, max_files: int) -> None:
@@ -85,7 +85,7 @@ class _Tree:
         key = self.prefix + path
         if len(key) > MAX_KEY_CHARS:
             limit = MAX_KEY_CHARS - len(self.prefix)
-            raise _Fail("invalid_path", f"The path {path} is too long to store ({limit} max).")
+            raise Refusal("invalid_path", f"The path {path} is too long to store ({limit} max).")
         return key
 
     async def read(self, path: str) -> str | None:
@@ -96,7 +96,7 @@ class _Tree:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
             # Showing it with replacement characters would let an edit rewrite the bytes.
-            raise _Fail(
+            raise Refusal(
                 "corrupt_record",
                 f"The file {path} is stored as invalid UTF-8 and cannot be read or edited; "
                 "delete it or rename it away, then create it again.",
@@ -116,7 +116,7 @@ class _Tree:
         found = await self.kv.get_many([self.key(p) for p in parents])
         for parent, raw in zip(parents, found, strict=True):
             if raw is not None:
-                raise _Fail("parent_is_file", f"{parent} is a file, so it cannot contain {path}.")
+                raise Refusal("parent_is_file", f"{parent} is a file, so it cannot contain {path}.")
 
     async def count_files(self) -> int:
         return sum([1 async for _ in iter_prefix(self.kv, self.key(MEMORY_ROOT) + "/")])
@@ -125,8 +125,8 @@ class _Tree:
         text = await self.read(path)
         if text is None:
             if await self.is_dir(path):
-                raise _Fail("is_directory", f"The path {path} is a directory, not a file.")
-            raise _Fail(
+                raise Refusal("is_directory", f"The path {path} is a directory, not a file.")
+            raise Refusal(
                 "not_found", f"The path {path} does not exist. Please provide a valid path."
             )
         return text
@@ -140,18 +140,18 @@ class _Tree:
         text = await self.read(path)
         if text is None:
             if not await self.is_dir(path):
-                raise _Fail(
+                raise Refusal(
                     "not_found", f"The path {path} does not exist. Please provide a valid path."
                 )
             if view_range is not None:
-                raise _Fail(
+                raise Refusal(
                     "invalid_input",
                     "The `view_range` parameter is not allowed when `path` points to a directory.",
                 )
             return await self._listing(path, given)
         lines = text.split("\n")
         if len(lines) > MAX_LINES:
-            raise _Fail(
+            raise Refusal(
                 "too_many_lines",
                 f"File {path} exceeds maximum line limit of {MAX_LINES:,} lines.",
             )
@@ -170,28 +170,28 @@ class _Tree:
             and all(isinstance(v, int) and not isinstance(v, bool) for v in view_range)
         )
         if not ok:
-            raise _Fail(
+            raise Refusal(
                 "invalid_input",
-                f"Invalid `view_range` parameter: {_shown(view_range)}. "
+                f"Invalid `view_range` parameter: {excerpt(view_range)}. "
                 "It should be a list of two integers [start_line, end_line].",
             )
         first, last = view_range  # type: ignore[misc]
         # Range-check before formatting: str() of an int past 4,300 digits raises.
-        shown = f"[{_shown(first, 40)}, {_shown(last, 40)}]"
+        shown = f"[{excerpt(first, 40)}, {excerpt(last, 40)}]"
         if not 1 <= first <= n_lines:
-            raise _Fail(
+            raise Refusal(
                 "invalid_input",
                 f"Invalid `view_range` parameter: {shown}. Its first element "
-                f"`{_shown(first, 40)}` should be within the range of lines of the file: "
+                f"`{excerpt(first, 40)}` should be within the range of lines of the file: "
                 f"[1, {n_lines}].",
             )
         if last == -1:
             return first, n_lines
         if not first <= last <= n_lines:
-            raise _Fail(
+            raise Refusal(
                 "invalid_input",
                 f"Invalid `view_range` parameter: {shown}. Its second element "
-                f"`{_shown(last, 40)}` should be -1 or within [{first}, {n_lines}].",
+                f"`{excerpt(last, 40)}` should be -1 or within [{first}, {n_lines}].",
             )
         return first, last
 
@@ -226,21 +226,21 @@ class _Tree:
         self, path: str, file_text: str, given: str | None = None
     ) -> tuple[str, str, dict[str, Any]]:
         if path == MEMORY_ROOT:
-            raise _Fail("is_directory", f"{MEMORY_ROOT} is a directory; create a file under it.")
-        data = _check_size(file_text, self.max_file_bytes, f"The file {path}")
+            raise Refusal("is_directory", f"{MEMORY_ROOT} is a directory; create a file under it.")
+        data = check_size(file_text, self.max_file_bytes, f"The file {path}")
         key = self.key(path)
         if await self.kv.get(key) is not None:
-            raise _Fail(
+            raise Refusal(
                 "already_exists",
                 f"File {path} already exists. Use str_replace or insert to edit it, "
                 "or delete it first.",
             )
         if await self.is_dir(path):
-            raise _Fail("is_directory", f"The path {path} is a directory, not a file.")
+            raise Refusal("is_directory", f"The path {path} is a directory, not a file.")
         await self.check_parents(path)
         count = await self.count_files()
         if count >= self.max_files:
-            raise _Fail(
+            raise Refusal(
                 "too_many_files",
                 f"The memory directory already holds {count} files, the limit. "
                 "Delete or merge files before creating new ones.",
@@ -255,23 +255,23 @@ class _Tree:
         text = await self.file_text(path)
         count, lines = _matches(text, old_str)
         if not count:
-            raise _Fail(
+            raise Refusal(
                 "no_match",
-                f"No replacement was performed, old_str `{_shown(old_str, 200)}` did not "
+                f"No replacement was performed, old_str `{excerpt(old_str, 200)}` did not "
                 f"appear verbatim in {path}.",
             )
         if count > 1:
             listed = ", ".join(map(str, lines[:MAX_LISTED_LINES]))
             if len(lines) > MAX_LISTED_LINES:
                 listed += ", ..."
-            raise _Fail(
+            raise Refusal(
                 "multiple_matches",
                 f"No replacement was performed. Multiple occurrences of old_str "
-                f"`{_shown(old_str, 200)}` in lines: {listed}. Please ensure it is unique",
+                f"`{excerpt(old_str, 200)}` in lines: {listed}. Please ensure it is unique",
             )
         at = text.find(old_str)
         new_text = text[:at] + new_str + text[at + len(old_str) :]
-        data = _check_size(new_text, self.max_file_bytes, f"The file {path}")
+        data = check_size(new_text, self.max_file_bytes, f"The file {path}")
         await self.kv.put_many([(self.key(path), data)])
         new_lines = new_text.split("\n")
         first = text.count("\n", 0, at)  # 0-based line of the change
@@ -290,30 +290,30 @@ class _Tree:
         text = await self.file_text(path)
         lines = text.split("\n")
         if not 0 <= insert_line <= len(lines):
-            raise _Fail(
+            raise Refusal(
                 "invalid_input",
-                f"Invalid `insert_line` parameter: {_shown(insert_line, 40)}. It should be "
+                f"Invalid `insert_line` parameter: {excerpt(insert_line, 40)}. It should be "
                 "within the "
                 f"range of lines of the file: [0, {len(lines)}].",
             )
         if insert_text.endswith("\n"):
             insert_text = insert_text[:-1]
         lines.insert(insert_line, insert_text)
-        data = _check_size("\n".join(lines), self.max_file_bytes, f"The file {path}")
+        data = check_size("\n".join(lines), self.max_file_bytes, f"The file {path}")
         await self.kv.put_many([(self.key(path), data)])
         done = f"The file {path if given is None else given} has been edited."
         return done, "edited", {"line": insert_line}
 
     async def delete(self, path: str, given: str | None = None) -> tuple[str, str, dict[str, Any]]:
         if path == MEMORY_ROOT:
-            raise _Fail("invalid_path", f"Cannot delete the {MEMORY_ROOT} directory itself.")
+            raise Refusal("invalid_path", f"Cannot delete the {MEMORY_ROOT} directory itself.")
         key = self.key(path)
         if await self.kv.get(key) is not None:
             doomed = [key]
         else:
             doomed = [self.key(p) for p, _ in await self.files_under(path)]
             if not doomed:
-                raise _Fail("not_found", f"The path {path} does not exist.")
+                raise Refusal("not_found", f"The path {path} does not exist.")
         await self.kv.put_many([], deletes=doomed)
         done = f"Successfully deleted {path if given is None else given}"
         return done, "deleted", {"deleted": len(doomed)}
@@ -322,16 +322,16 @@ class _Tree:
         self, old: str, new: str, given: tuple[str, str] | None = None
     ) -> tuple[str, str, dict[str, Any]]:
         if MEMORY_ROOT in (old, new):
-            raise _Fail("invalid_path", f"Cannot rename the {MEMORY_ROOT} directory itself.")
+            raise Refusal("invalid_path", f"Cannot rename the {MEMORY_ROOT} directory itself.")
         if new.startswith(old + "/"):
-            raise _Fail("invalid_path", f"Cannot move {old} into itself ({new}).")
+            raise Refusal("invalid_path", f"Cannot move {old} into itself ({new}).")
         old_key, new_key = self.key(old), self.key(new)
         value = await self.kv.get(old_key)
         files = [] if value is not None else await self.files_under(old)
         if value is None and not files:
-            raise _Fail("not_found", f"The path {old} does not exist.")
+            raise Refusal("not_found", f"The path {old} does not exist.")
         if await self.kv.get(new_key) is not None or await self.is_dir(new):
-            raise _Fail("already_exists", f"The destination {new} already exists.")
+            raise Refusal("already_exists", f"The destination {new} already exists.")
         await self.check_parents(new)
         if value is not None:
             moves = [(new_key, value)]
@@ -343,7 +343,7 @@ class _Tree:
                 try:
                     target = normalize_memory_path(target)
                 except ValidationError as exc:
-                    raise _Fail("invalid_path", f"Cannot move {file_path}: {exc}.") from None
+                    raise Refusal("invalid_path", f"Cannot move {file_path}: {exc}.") from None
                 moves.append((self.key(target), data))
                 doomed.append(self.key(file_path))
         await self.kv.put_many(moves, deletes=doomed)

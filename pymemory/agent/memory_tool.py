@@ -49,18 +49,18 @@ from ..item import dumps, loads
 from ..storage.base import KvBackend, iter_prefix
 from .memory_checks import (
     MEMORY_ROOT,
-    _check_size,
-    _Fail,
-    _forbidden_char,
-    _int_arg,
-    _Recorded,
-    _run_recorded,
-    _shown,
-    _str_arg,
+    RecordedKv,
+    Refusal,
     check_key_segments,
+    check_size,
+    excerpt,
+    forbidden_char,
+    int_arg,
     normalize_memory_path,
+    run_recorded,
+    str_arg,
 )
-from .memory_commands import _Tree
+from .memory_commands import MemoryTree
 from .tools import Tool, ToolResult
 
 __all__ = [
@@ -208,23 +208,23 @@ def create_anthropic_memory_tool(
     def path_arg(args: Mapping[str, Any], name: str, command: str) -> str:
         raw = args.get(name)
         if not isinstance(raw, str):
-            raise _Fail(
+            raise Refusal(
                 "invalid_input", f"`{name}` is required for {command} and must be a string."
             )
         try:
             return normalize_memory_path(raw)
         except ValidationError as exc:
-            raise _Fail("invalid_path", str(exc)) from None
+            raise Refusal("invalid_path", str(exc)) from None
 
     async def run(
-        view: _Recorded, args: dict[str, Any], artifact: dict[str, Any]
+        view: RecordedKv, args: dict[str, Any], artifact: dict[str, Any]
     ) -> tuple[str, str, dict]:
-        tree = _Tree(view, key_prefix, max_file_bytes, max_files)  # type: ignore[arg-type]
+        tree = MemoryTree(view, key_prefix, max_file_bytes, max_files)  # type: ignore[arg-type]
         command = args.get("command")
         if command not in _COMMANDS:
-            raise _Fail(
+            raise Refusal(
                 "unknown_command",
-                f"Unknown command {_shown(command)!r}. Use one of: {', '.join(_COMMANDS)}.",
+                f"Unknown command {excerpt(command)!r}. Use one of: {', '.join(_COMMANDS)}.",
             )
         # Stored under the normalised path (the artifact records it); success messages
         # echo the path as given, as the SDK helpers do.
@@ -239,13 +239,13 @@ def create_anthropic_memory_tool(
         if command == "view":
             return await tree.view(path, args.get("view_range"), given)
         if command == "create":
-            return await tree.create(path, _str_arg(args, "file_text", command), given)
+            return await tree.create(path, str_arg(args, "file_text", command), given)
         if command == "str_replace":
-            old_str = _str_arg(args, "old_str", command, nonempty=True)
-            return await tree.str_replace(path, old_str, _str_arg(args, "new_str", command))
+            old_str = str_arg(args, "old_str", command, nonempty=True)
+            return await tree.str_replace(path, old_str, str_arg(args, "new_str", command))
         if command == "insert":
-            line = _int_arg(args, "insert_line", command)
-            return await tree.insert(path, line, _str_arg(args, "insert_text", command), given)
+            line = int_arg(args, "insert_line", command)
+            return await tree.insert(path, line, str_arg(args, "insert_text", command), given)
         return await tree.delete(path, given)
 
     async def handler(args: dict[str, Any]) -> ToolResult:
@@ -256,10 +256,10 @@ def create_anthropic_memory_tool(
         }
         try:
             async with lock:
-                content, outcome, extras = await _run_recorded(
+                content, outcome, extras = await run_recorded(
                     kv, lambda view: run(view, args, artifact)
                 )
-        except _Fail as exc:
+        except Refusal as exc:
             # The SDK helpers return the bare message with is_error (no "Error: ").
             return _error(exc.message, artifact, exc.code, prefix="")
         return ToolResult(content, {**artifact, "outcome": outcome, **extras})
@@ -331,22 +331,24 @@ def create_memory_tool(
     def key_arg(args: Mapping[str, Any], operation: str) -> str:
         key = args.get("key")
         if not isinstance(key, str) or not key:
-            raise _Fail(
+            raise Refusal(
                 "invalid_input",
                 f"`key` is required for {operation} and must be a non-empty string.",
             )
         if len(key) > MAX_KEY_LEN:
-            raise _Fail("invalid_key", f"`key` is longer than {MAX_KEY_LEN} characters.")
-        bad = _forbidden_char(key)
+            raise Refusal("invalid_key", f"`key` is longer than {MAX_KEY_LEN} characters.")
+        bad = forbidden_char(key)
         if bad is not None:
-            raise _Fail("invalid_key", f"`key` contains the control or invisible character {bad}.")
+            raise Refusal(
+                "invalid_key", f"`key` contains the control or invisible character {bad}."
+            )
         dots = check_key_segments(key)
         if dots is not None:
-            raise _Fail("invalid_key", dots + "; name it with plain characters.")
+            raise Refusal("invalid_key", dots + "; name it with plain characters.")
         return key
 
     async def run(
-        kv: _Recorded, args: dict[str, Any], artifact: dict[str, Any]
+        kv: RecordedKv, args: dict[str, Any], artifact: dict[str, Any]
     ) -> tuple[str, str, dict]:
         async def records(start: str) -> list[tuple[str, dict[str, Any] | None]]:
             pairs = [pair async for pair in iter_prefix(kv, prefix + start)]  # type: ignore[arg-type]
@@ -355,7 +357,7 @@ def create_memory_tool(
         def readable(raw: bytes, key: str) -> dict[str, Any]:
             record = _decode_record(raw)
             if record is None:
-                raise _Fail(
+                raise Refusal(
                     "corrupt_record",
                     f"The memory {key!r} is stored in an unreadable form. Write it again "
                     "with operation 'write' (which replaces it) or delete it.",
@@ -367,16 +369,16 @@ def create_memory_tool(
 
         operation = args.get("operation")
         if operation not in _OPERATIONS:
-            raise _Fail(
+            raise Refusal(
                 "unknown_operation",
-                f"Unknown operation {_shown(operation)!r}. Use one of: {', '.join(_OPERATIONS)}.",
+                f"Unknown operation {excerpt(operation)!r}. Use one of: {', '.join(_OPERATIONS)}.",
             )
         if operation == "list":
             start = args.get("prefix", "")
             if start is None:
                 start = ""
-            if not isinstance(start, str) or _forbidden_char(start) is not None:
-                raise _Fail("invalid_input", "`prefix` must be a string of visible characters.")
+            if not isinstance(start, str) or forbidden_char(start) is not None:
+                raise Refusal("invalid_input", "`prefix` must be a string of visible characters.")
             artifact["prefix"] = start
             found = await records(start)
             if not found:
@@ -395,7 +397,7 @@ def create_memory_tool(
         raw = await kv.get(prefix + key)
         if operation == "read":
             if raw is None:
-                raise _Fail(
+                raise Refusal(
                     "not_found",
                     f"No memory is stored under key {key!r}. Use operation 'list' to see keys.",
                 )
@@ -403,13 +405,15 @@ def create_memory_tool(
             return text or f"Memory {key!r} is empty.", "read", {"chars": len(text)}
         if operation == "delete":
             if raw is None:
-                raise _Fail("not_found", f"No memory is stored under key {key!r}; nothing deleted.")
+                raise Refusal(
+                    "not_found", f"No memory is stored under key {key!r}; nothing deleted."
+                )
             await kv.put_many([], deletes=[prefix + key])
             return f"Deleted memory {key!r}.", "deleted", {}
-        text = _str_arg(args, "text", "write")
-        size = len(_check_size(text, max_text_bytes, f"The memory {key!r}"))
+        text = str_arg(args, "text", "write")
+        size = len(check_size(text, max_text_bytes, f"The memory {key!r}"))
         if raw is None and await count() >= max_records:
-            raise _Fail(
+            raise Refusal(
                 "too_many_files",
                 f"This memory already holds {max_records} records, the limit. "
                 "Delete or merge memories before writing new keys.",
@@ -436,10 +440,10 @@ def create_memory_tool(
         }
         try:
             async with lock:
-                content, outcome, extras = await _run_recorded(
+                content, outcome, extras = await run_recorded(
                     kv, lambda view: run(view, args, artifact)
                 )
-        except _Fail as exc:
+        except Refusal as exc:
             return _error(exc.message, artifact, exc.code)
         return ToolResult(content, {**artifact, "outcome": outcome, **extras})
 

@@ -7,20 +7,23 @@ from typing import NamedTuple
 
 from .base import ELLIPSIS
 from .cues import (
-    _FILLER_EN,
-    _FILLER_ZH,
-    _HEDGE,
-    _HEDGE_THAT,
-    _MAX_WORD_CHARS,
-    _NEGATIONS_EN,
-    _PLEASANTRY_PREFIX,
-    _PLEASANTRY_SUFFIX,
-    _is_word_char,
+    FILLER_EN,
+    FILLER_ZH,
+    HEDGE,
+    HEDGE_THAT,
+    MAX_WORD_CHARS,
+    NEGATIONS_EN,
+    PLEASANTRY_PREFIX,
+    PLEASANTRY_SUFFIX,
+    is_word_char,
 )
-from .sentences import _CLAUSE_PUNCTUATION, _GLUE_AFTER, _is_cjk, _normalize
+from .sentences import CLAUSE_PUNCTUATION, GLUE_AFTER, collapse_whitespace, is_cjk
 
 
-class _Candidate(NamedTuple):
+class Candidate(NamedTuple):
+    """A unit kept for the summary: its position, its (compressed) text, its intent score,
+    and whether it was glued to the unit before it."""
+
     index: int
     text: str
     score: int
@@ -32,18 +35,18 @@ class _Candidate(NamedTuple):
 # --------------------------------------------------------------------------------------
 
 
-def _compress(text: str) -> str:
+def strip_filler(text: str) -> str:
     """Drop the pleasantry around a unit's content and the filler inside it."""
-    result = _PLEASANTRY_SUFFIX.sub("", text, count=1) or text
+    result = PLEASANTRY_SUFFIX.sub("", text, count=1) or text
     for _ in range(4):  # again: dropping one can expose another ("Basically, I think that")
-        trimmed = _PLEASANTRY_PREFIX.sub("", result, count=1)
-        trimmed = _HEDGE_THAT.sub("", trimmed, count=1) or trimmed
-        trimmed = _HEDGE.sub("", trimmed, count=1) or trimmed
-        trimmed = _drop_fillers(_FILLER_ZH, _drop_fillers(_FILLER_EN, trimmed))
+        trimmed = PLEASANTRY_PREFIX.sub("", result, count=1)
+        trimmed = HEDGE_THAT.sub("", trimmed, count=1) or trimmed
+        trimmed = HEDGE.sub("", trimmed, count=1) or trimmed
+        trimmed = _drop_fillers(FILLER_ZH, _drop_fillers(FILLER_EN, trimmed))
         if not trimmed.strip() or trimmed == result:
             break
         result = trimmed
-    return _normalize(result) or text
+    return collapse_whitespace(result) or text
 
 
 def _drop_fillers(pattern: re.Pattern[str], text: str) -> str:
@@ -65,23 +68,21 @@ def _drop_fillers(pattern: re.Pattern[str], text: str) -> str:
 
 
 def _would_fuse_chars(before: str, after: str) -> bool:
-    return (
-        _is_word_char(before) and _is_word_char(after) and not (_is_cjk(before) or _is_cjk(after))
-    )
+    return is_word_char(before) and is_word_char(after) and not (is_cjk(before) or is_cjk(after))
 
 
 def _after_negation(text: str, start: int) -> bool:
     word = _previous_word(text, start).lower().strip(".,;:!?\"'()")
-    return word in _NEGATIONS_EN or word.endswith(("n't", "n’t", "不", "没"))
+    return word in NEGATIONS_EN or word.endswith(("n't", "n’t", "不", "没"))
 
 
 def _previous_word(text: str, start: int) -> str:
-    """The (end of the) word before ``start``: at most _MAX_WORD_CHARS, to stay linear."""
+    """The (end of the) word before ``start``: at most MAX_WORD_CHARS, to stay linear."""
     end = start
     while end > 0 and text[end - 1].isspace():
         end -= 1
     begin = end
-    while begin > max(0, end - _MAX_WORD_CHARS) and not text[begin - 1].isspace():
+    while begin > max(0, end - MAX_WORD_CHARS) and not text[begin - 1].isspace():
         begin -= 1
     return text[begin:end]
 
@@ -91,14 +92,14 @@ def _previous_word(text: str, start: int) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def _select(candidates: list[_Candidate], max_chars: int, total: int) -> list[_Candidate]:
+def select_candidates(candidates: list[Candidate], max_chars: int, total: int) -> list[Candidate]:
     """The candidates to keep, in input order.
 
     All of them if they fit. Otherwise those carrying intent, best score first (earlier
     first on ties) while they fit; if even the best one does not fit it is kept alone, to be
     truncated. If none carries intent, all of them: the first sentences survive truncation.
     """
-    if len(_join(candidates, total)) <= max_chars:
+    if len(join_candidates(candidates, total)) <= max_chars:
         return candidates
     seen: set[str] = set()
     scored = []
@@ -108,7 +109,7 @@ def _select(candidates: list[_Candidate], max_chars: int, total: int) -> list[_C
             seen.add(candidate.text)
     if not scored:
         return candidates
-    chosen: list[_Candidate] = []
+    chosen: list[Candidate] = []
     used = 0
     for candidate in sorted(scored, key=lambda c: (-c.score, c.index)):
         cost = len(candidate.text) + (1 if chosen else 0)
@@ -120,7 +121,7 @@ def _select(candidates: list[_Candidate], max_chars: int, total: int) -> list[_C
     return sorted(chosen, key=lambda c: c.index)
 
 
-def _join(chosen: list[_Candidate], total: int) -> str:
+def join_candidates(chosen: list[Candidate], total: int) -> str:
     """Kept units in order: as they were joined in the input when they were neighbours,
     else with a space (none after CJK punctuation). A unit whose successor (of ``total``
     units) was left out loses a dangling comma, semicolon or colon."""
@@ -129,12 +130,12 @@ def _join(chosen: list[_Candidate], total: int) -> str:
         text = candidate.text
         followed = i + 1 < len(chosen) and chosen[i + 1].index == candidate.index + 1
         if not followed and candidate.index + 1 < total:
-            text = text.rstrip(_CLAUSE_PUNCTUATION).rstrip() or text
+            text = text.rstrip(CLAUSE_PUNCTUATION).rstrip() or text
         if parts:
             if candidate.index == chosen[i - 1].index + 1:
                 glued = candidate.glued and not _would_fuse(parts[-1], text)
             else:
-                glued = parts[-1][-1] in _GLUE_AFTER
+                glued = parts[-1][-1] in GLUE_AFTER
             parts.append("" if glued else " ")
         parts.append(text)
     return "".join(parts)
@@ -146,7 +147,7 @@ def _would_fuse(left: str, right: str) -> bool:
     return _would_fuse_chars(left[-1], right[0])
 
 
-def _truncate(text: str, max_chars: int) -> str:
+def truncate(text: str, max_chars: int) -> str:
     """``text`` if it fits, else its head cut on a word (or CJK character) boundary + "…"."""
     if len(text) <= max_chars:
         return text
@@ -171,4 +172,4 @@ def _cut_point(text: str, room: int) -> int:
 
 def _is_boundary(text: str, i: int) -> bool:
     before, after = text[i - 1], text[i]
-    return before.isspace() or after.isspace() or _is_cjk(before) or _is_cjk(after)
+    return before.isspace() or after.isspace() or is_cjk(before) or is_cjk(after)

@@ -6,7 +6,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .sentences import _compile, _Unit, _word_set
+from .patterns import lazy_compile, word_set
+from .sentences import Unit
 
 # --------------------------------------------------------------------------------------
 # Pleasantries and filler
@@ -79,30 +80,30 @@ _SOFT_PLEASANTRIES = (
 _MAX_PLEASANTRY_CHARS = 160  # a longer unit is never a mere pleasantry
 # The types written by people: only these get pleasantries and filler removed ("OK: 3 tests
 # passed" from a tool, or "actually" in a log line, stays).
-_HUMAN_TYPES = ("message", "user_feedback", "user_preference")
+HUMAN_TYPES = ("message", "user_feedback", "user_preference")
 
 
 def _sequence_of(patterns: Iterable[str]) -> Any:
     """Matches one or more of ``patterns`` in a row, then up to two names ("Thanks, Bob")."""
     item = "(?>" + "|".join(f"(?:{p})" for p in patterns) + ")"
-    return _compile(f"{item}(?:[\\W_]*{item})*+{_NAMES}", re.IGNORECASE | re.DOTALL)
+    return lazy_compile(f"{item}(?:[\\W_]*{item})*+{_NAMES}", re.IGNORECASE | re.DOTALL)
 
 
 # A sign-off, and the lone name that may follow it as the last line ("Best regards,\nTom").
-_SIGN_OFF = _compile(
+_SIGN_OFF = lazy_compile(
     r"(?:many )?thanks|thank you|cheers|(?:best|kind|warm) regards|regards|best(?: wishes)?"
     r"|sincerely|yours(?: truly| sincerely)?|take care|talk soon",
     re.IGNORECASE,
 )
-_SIGNATURE = _compile(r"[A-Z][\w'-]*(?: [A-Z][\w'-]*)?[.!]?")
+_SIGNATURE = lazy_compile(r"[A-Z][\w'-]*(?: [A-Z][\w'-]*)?[.!]?")
 _PLEASANTRY = _sequence_of(_PLEASANTRIES)
 _PLEASANTRY_OR_ACK = _sequence_of(_PLEASANTRIES + _ACKS_EVALUATIVE)
-_SOFT_PLEASANTRY = _compile(
+_SOFT_PLEASANTRY = lazy_compile(
     "|".join(f"(?:{p})" for p in _SOFT_PLEASANTRIES), re.IGNORECASE | re.DOTALL
 )
 
 # A pleasantry opening a unit that goes on with something else: "Hi John, can you ...".
-_PLEASANTRY_PREFIX = _compile(
+PLEASANTRY_PREFIX = lazy_compile(
     r"^(?:(?:" + _GREETING + _NAME + r")|" + _THANKS + r"|ok|okay|so|well|oh|um+|uh+|hmm+"
     r"|sorry|alright|anyway|btw|by the way)(?:\s*[,!:;]\s*|\s+[—–-]\s+)(?=\S)"
     r"|^(?:你好|您好|嗨|哈喽|大家好|早上好|下午好|晚上好|谢谢|多谢|不好意思|抱歉|打扰一下|打扰了"
@@ -110,7 +111,7 @@ _PLEASANTRY_PREFIX = _compile(
     re.IGNORECASE,
 )
 # ... or closing it: "Could you check this, thanks!".
-_PLEASANTRY_SUFFIX = _compile(
+PLEASANTRY_SUFFIX = lazy_compile(
     r"(?:\s*[,，、;；]\s*|\s+|(?<=[\u4e00-\u9fff]))"
     r"(?:thanks|thank you|thx|cheers|谢谢(?:你|您|啦|了)?|多谢|辛苦了|麻烦(?:你|您)了)"
     r"(?:\s+(?:so|very) much|\s+a lot|\s+in advance)?[\s!！.。~～]*$",
@@ -119,26 +120,26 @@ _PLEASANTRY_SUFFIX = _compile(
 
 # Filler words: removed only between spaces and never right after a negation or before a
 # number ("not just", "just 5 minutes" stay).
-_FILLER_WORDS_EN = _word_set("basically actually literally honestly essentially really just")
-_FILLER_EN = _compile(
+_FILLER_WORDS_EN = word_set("basically actually literally honestly essentially really just")
+FILLER_EN = lazy_compile(
     r"(?:(?<=\s)|^)(?:" + "|".join(sorted(_FILLER_WORDS_EN)) + r")(?:,\s*|\s+)(?=[^\W\d_])",
     re.IGNORECASE,
 )
-_MAX_WORD_CHARS = 24  # how far back to look for a negation before a filler word
-_NEGATIONS_EN = _word_set("not no never nothing nobody none nor neither without hardly")
+MAX_WORD_CHARS = 24  # how far back to look for a negation before a filler word
+NEGATIONS_EN = word_set("not no never nothing nobody none nor neither without hardly")
 # Hedges opening a unit: "I think that we should ..." -> "we should ...".
-_HEDGE_THAT = _compile(
+HEDGE_THAT = lazy_compile(
     r"^i (?:think|believe|guess|feel) that\s+"
     r"(?!(?:is|was|would|will|should|could|might|can|does|did|has|had|sounds|seems|looks"
     r"|works|makes)\b)",
     re.IGNORECASE,
 )
-_HEDGE = _compile(
+HEDGE = lazy_compile(
     r"^(?:i (?:think|believe|guess)\s+(?=(?:we|it|they|you|this|that|the|there|he|she|i|my"
     r"|our|your|its|maybe|a|an)\b)|i mean,\s*|i guess,\s*)",
     re.IGNORECASE,
 )
-_FILLER_ZH = _compile(
+FILLER_ZH = lazy_compile(
     r"其实|(?:^|(?<=[，,。！？；\s]))(?:那个|嗯|呃|啊|就是说|说实话|老实说|说白了)[，,、…\s]+"
 )
 
@@ -181,7 +182,7 @@ _STEP_CUES = (
     "之后", "最后", "步骤",
 )  # fmt: skip
 # Ordinals are steps only when they open a unit ("Third, ..." but not "the third floor").
-_STEP_OPENERS = _compile(
+_STEP_OPENERS = lazy_compile(
     r"^(?:[-*•+]\s*|\d+[.)]\s*)?(?:first|firstly|second|secondly|third|thirdly|next|finally"
     r"|lastly)\b"
 )
@@ -222,21 +223,21 @@ _DATE_CUES = (
     "今天", "明天", "后天", "昨天", "今晚", "下周", "上周", "本周", "周[一二三四五六日天]",
     "星期[一二三四五六日天]", r"(?<!\d)\d+\s*[年月日号点]",
 )  # fmt: skip
-_DIGIT = _compile(r"\d")
-_LINK = _compile(r"https?://|www\.|\w@\w|(?<![\w-])[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b(?!\.\w)")
-_PROPER_NOUN = _compile(r"(?<=\S )(?!I\b|I')[A-Z][\w-]*")
-_COPULA = _compile(r"\b(?:is|are|was|were)\b|是")
-_QUESTION = _compile(r"[?？]|吗")
+_DIGIT = lazy_compile(r"\d")
+_LINK = lazy_compile(r"https?://|www\.|\w@\w|(?<![\w-])[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b(?!\.\w)")
+_PROPER_NOUN = lazy_compile(r"(?<=\S )(?!I\b|I')[A-Z][\w-]*")
+_COPULA = lazy_compile(r"\b(?:is|are|was|were)\b|是")
+_QUESTION = lazy_compile(r"[?？]|吗")
 
 # Imperatives: a unit starting with one of these verbs is a request ("Convert the file.").
-_IMPERATIVE_VERBS = _word_set(
+_IMPERATIVE_VERBS = word_set(
     "add fix make create write update remove delete change convert use send check run "
     "install show explain summarize summarise translate book schedule set call email list "
     "find build deploy rename move open close stop start keep try implement refactor test "
     "review compare draft prepare cancel reply tell give put save export import upload "
     "download merge revert ignore replace include exclude sort filter format clean"
 )
-_FIRST_WORD = _compile(r"^(?:[-*•+]\s*|\d+[.)]\s*)?([A-Za-z]+)\b")
+_FIRST_WORD = lazy_compile(r"^(?:[-*•+]\s*|\d+[.)]\s*)?([A-Za-z]+)\b")
 
 
 def _cue_pattern(cues: Iterable[str]) -> Any:
@@ -249,7 +250,7 @@ def _cue_pattern(cues: Iterable[str]) -> Any:
         parts.append(r"\b(?:" + "|".join(english) + r")\b")
     if other:
         parts.append("|".join(other))
-    return _compile("|".join(parts))
+    return lazy_compile("|".join(parts))
 
 
 _CATEGORIES: dict[str, Any] = {
@@ -288,7 +289,7 @@ _TYPE_BONUS: dict[str, dict[str, int]] = {
 # --------------------------------------------------------------------------------------
 
 
-def _is_signature(units: list[_Unit], index: int) -> bool:
+def is_signature(units: list[Unit], index: int) -> bool:
     """Whether the unit at ``index`` is the name signing off the text ("Thanks,\nBob")."""
     return (
         index == len(units) - 1
@@ -298,7 +299,8 @@ def _is_signature(units: list[_Unit], index: int) -> bool:
     )
 
 
-def _is_pleasantry(text: str, type: str) -> bool:
+def is_pleasantry(text: str, type: str) -> bool:
+    """Whether ``text`` is nothing but pleasantries (for feedback, a bare "Perfect!" is not)."""
     core = _strip_symbols(text)
     if not core:
         return True  # only punctuation or emoji
@@ -317,14 +319,15 @@ def _is_pleasantry(text: str, type: str) -> bool:
 def _strip_symbols(text: str) -> str:
     """``text`` without the punctuation, symbols and emoji at its two ends."""
     start, end = 0, len(text)
-    while start < end and not _is_word_char(text[start]):
+    while start < end and not is_word_char(text[start]):
         start += 1
-    while end > start and not _is_word_char(text[end - 1]):
+    while end > start and not is_word_char(text[end - 1]):
         end -= 1
     return text[start:end]
 
 
-def _is_word_char(char: str) -> bool:
+def is_word_char(char: str) -> bool:
+    """Whether ``char`` is a letter, digit or underscore."""
     return bool(char) and (char.isalnum() or char == "_")
 
 
@@ -332,7 +335,7 @@ def _lower(text: str) -> str:
     return text.lower().replace("’", "'")
 
 
-def _score(text: str, type: str) -> int:
+def intent_score(text: str, type: str) -> int:
     """How much intent a unit carries: weighted cue categories plus specifics."""
     lowered = _lower(text)
     bonus = _TYPE_BONUS.get(type, {})

@@ -43,34 +43,34 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .guard_text import (
-    _EMAIL,
-    _FRAMING_EN,
-    _FRAMING_ZH,
-    _FUNCTION_EN,
-    _FUNCTION_ZH,
-    _HAN_CHAR,
-    _LABEL_KEY,
-    _NEGATIONS_ZH,
-    _NUMBER_WORDS,
-    _NUMERIC_EXPRESSION,
-    _RELATIVE_TIME,
-    _REQUEST_FRAMING_EN,
-    _REQUEST_FRAMING_ZH,
-    _TOKEN,
-    _UNITS_ZH,
-    _URL,
-    _compact,
-    _is_code,
-    _is_negation_en,
-    _is_negation_zh,
-    _norm,
-    _numbers,
-    _Source,
-    _stem,
+    EMAIL,
+    FRAMING_EN,
+    FRAMING_ZH,
+    FUNCTION_EN,
+    FUNCTION_ZH,
+    HAN_CHAR,
+    LABEL_KEY,
+    NEGATIONS_ZH,
+    NUMBER_WORDS,
+    NUMERIC_EXPRESSION,
+    RELATIVE_TIME,
+    REQUEST_FRAMING_EN,
+    REQUEST_FRAMING_ZH,
+    TOKEN,
+    UNITS_ZH,
+    URL,
+    Source,
     cjk_ratio,
     clean_candidate,
+    compact_form,
     is_chinese,
+    is_code,
+    is_negation_en,
+    is_negation_zh,
+    normalized,
+    numbers_in,
     specifics,
+    stem,
 )
 
 __all__ = [
@@ -150,7 +150,7 @@ class Guard:
         min_coverage_long: float = 0.3,
     ) -> None:
         self.max_chars = max_chars
-        self.prompt_texts = tuple(_norm(t) for t in prompt_texts)
+        self.prompt_texts = tuple(normalized(t) for t in prompt_texts)
         self.min_bigram_support = min_bigram_support
         self.echo_cover = echo_cover
         self.min_coverage = min_coverage
@@ -168,7 +168,7 @@ class Guard:
             return Verdict(False, ("malformed",), text)
         if len(text) > self.max_chars:
             reasons.append(f"too_long: {len(text)} > {self.max_chars}")
-        src = _Source.of(source)
+        src = Source.of(source)
         slack = _FRAMING_SLACK_ZH if cjk_ratio(text) >= 0.4 else _FRAMING_SLACK_EN
         if len(text) > len(src.text.strip()) + slack:
             reasons.append("longer_than_source")
@@ -184,7 +184,7 @@ class Guard:
 
     # -- form and language --------------------------------------------------------------
 
-    def _form(self, src: _Source, text: str) -> list[str]:
+    def _form(self, src: Source, text: str) -> list[str]:
         reasons = []
         for meta in _META.finditer(text):
             phrase = re.sub(r"(?:d|s)$", "", meta.group().lower())
@@ -208,7 +208,7 @@ class Guard:
 
     # -- copies ---------------------------------------------------------------------------
 
-    def _copies(self, src: _Source, text: str, stage1: str) -> list[str]:
+    def _copies(self, src: Source, text: str, stage1: str) -> list[str]:
         reasons = []
         cand = _letters(text)
         source = _letters(src.text)
@@ -230,44 +230,44 @@ class Guard:
 
     # -- support --------------------------------------------------------------------------
 
-    def _support(self, src: _Source, text: str) -> list[str]:
-        text = _norm(text)
+    def _support(self, src: Source, text: str) -> list[str]:
+        text = normalized(text)
         reasons: list[str] = []
         rest = text
-        for pattern, code in ((_URL, "unsupported_url"), (_EMAIL, "unsupported_email")):
+        for pattern, code in ((URL, "unsupported_url"), (EMAIL, "unsupported_email")):
             for match in pattern.finditer(rest):
                 if match.group().lower().rstrip(".,;)") not in src.lower:
                     reasons.append(f"{code}: {match.group()}")
             rest = pattern.sub(" ", rest)
-        for number in _numbers(rest):
+        for number in numbers_in(rest):
             if number not in src.numbers:
                 reasons.append(f"unsupported_number: {number}")
-        for match in _NUMERIC_EXPRESSION.finditer(rest):  # 10:30, 2024-05-01, 2.4.1
+        for match in NUMERIC_EXPRESSION.finditer(rest):  # 10:30, 2024-05-01, 2.4.1
             if match.group() not in src.text:
                 reasons.append(f"unsupported_number: {match.group()}")
         reasons += self._support_en(src, rest)
         reasons += self._support_zh(src, rest)
         return reasons
 
-    def _support_en(self, src: _Source, text: str) -> list[str]:
+    def _support_en(self, src: Source, text: str) -> list[str]:
         reasons = []
-        for token in _TOKEN.findall(text):
+        for token in TOKEN.findall(text):
             lower = token.lower().strip("'")
             if lower in src.words:
                 continue
-            if _is_code(token):
+            if is_code(token):
                 if not any(c.isalpha() for c in token):
                     continue  # a bare number: checked as a number
                 if lower not in src.lower:
                     reasons.append(f"unsupported_code: {token}")
-            elif lower in _NUMBER_WORDS:
-                if _NUMBER_WORDS[lower] not in src.numbers:
+            elif lower in NUMBER_WORDS:
+                if NUMBER_WORDS[lower] not in src.numbers:
                     reasons.append(f"unsupported_number: {token}")
-            elif _stem(lower) in src.stems or lower in _FUNCTION_EN or lower in _FRAMING_EN:
+            elif stem(lower) in src.stems or lower in FUNCTION_EN or lower in FRAMING_EN:
                 continue
-            elif _is_negation_en(lower):
+            elif is_negation_en(lower):
                 continue  # negations are judged by _polarity
-            elif lower in _REQUEST_FRAMING_EN:
+            elif lower in REQUEST_FRAMING_EN:
                 if not src.requests:
                     reasons.append(f"unsupported_request: {token}")
             else:
@@ -275,34 +275,34 @@ class Guard:
                 reasons.append(f"{kind}: {token}")
         return reasons
 
-    def _support_zh(self, src: _Source, text: str) -> list[str]:
-        if not _HAN_CHAR.search(text):
+    def _support_zh(self, src: Source, text: str) -> list[str]:
+        if not HAN_CHAR.search(text):
             return []
         reasons = []
-        compact = _compact(text)
+        compact = compact_form(text)
         # Framing words are cut out first (replaced by a separator).
         stripped = compact
-        for word in _FRAMING_ZH:
+        for word in FRAMING_ZH:
             stripped = stripped.replace(word, "|")
-        for word in _REQUEST_FRAMING_ZH:
+        for word in REQUEST_FRAMING_ZH:
             if word in stripped and word not in src.compact:
                 if not src.requests:
                     reasons.append(f"unsupported_request: {word}")
                 stripped = stripped.replace(word, "|")
-        allowed = _FUNCTION_ZH | (_NEGATIONS_ZH if src.negations else frozenset())
+        allowed = FUNCTION_ZH | (NEGATIONS_ZH if src.negations else frozenset())
         missing = sorted(
-            {c for c in stripped if _HAN_CHAR.fullmatch(c) and c not in src.han} - allowed
+            {c for c in stripped if HAN_CHAR.fullmatch(c) and c not in src.han} - allowed
         )
         if missing:
             reasons.append(f"unsupported_cjk: {''.join(missing)}")
         # Numbers with the unit right after them: 3天 needs 3 then 天 (within 2) in the source.
         for match in re.finditer(r"(?<![a-z0-9.:])(\d+(?:\.\d+)?)(.)", compact):
             number, unit = match.groups()
-            if unit not in _UNITS_ZH:
+            if unit not in UNITS_ZH:
                 continue
             if not re.search(re.escape(number) + r"(?!\d)\D{0,2}?" + re.escape(unit), src.compact):
                 reasons.append(f"unsupported_quantity: {number}{unit}")
-        for match in _RELATIVE_TIME.finditer(compact):
+        for match in RELATIVE_TIME.finditer(compact):
             first, second = match.group(1), match.group(2)
             said = match.group() if first is None else f"{first}个?{second}"
             if not re.search(said, src.compact):
@@ -310,7 +310,7 @@ class Guard:
         content = [
             stripped[i : i + 2]
             for i in range(len(stripped) - 1)
-            if all(_HAN_CHAR.fullmatch(c) and c not in _FUNCTION_ZH for c in stripped[i : i + 2])
+            if all(HAN_CHAR.fullmatch(c) and c not in FUNCTION_ZH for c in stripped[i : i + 2])
         ]
         if content:
             share = sum(b in src.compact for b in content) / len(content)
@@ -320,24 +320,24 @@ class Guard:
 
     # -- polarity -------------------------------------------------------------------------
 
-    def _polarity(self, src: _Source, text: str) -> list[str]:
-        text = _norm(text)
-        tokens = [t.lower().strip("'") for t in _TOKEN.findall(text)]
-        cand_neg = any(_is_negation_en(t) for t in tokens) or any(
-            _is_negation_zh(text, i) for i in range(len(text))
+    def _polarity(self, src: Source, text: str) -> list[str]:
+        text = normalized(text)
+        tokens = [t.lower().strip("'") for t in TOKEN.findall(text)]
+        cand_neg = any(is_negation_en(t) for t in tokens) or any(
+            is_negation_zh(text, i) for i in range(len(text))
         )
         reasons = []
         if cand_neg and not src.negations:
             reasons.append("invented_negation")
         for i, token in enumerate(tokens):
-            if _stem(token) in src.negated_en and not any(
-                _is_negation_en(t) for t in tokens[max(0, i - 4) : i + 3]
+            if stem(token) in src.negated_en and not any(
+                is_negation_en(t) for t in tokens[max(0, i - 4) : i + 3]
             ):
                 reasons.append(f"dropped_negation: {token}")
         for pair in src.negated_zh:
             for match in re.finditer(re.escape(pair), text):
                 before = text[max(0, match.start() - 3) : match.start()]
-                if not any(c in _NEGATIONS_ZH for c in before):
+                if not any(c in NEGATIONS_ZH for c in before):
                     reasons.append(f"dropped_negation: {pair}")
         return reasons
 
@@ -354,15 +354,15 @@ class Guard:
         kept = specifics(stage1)
         if not kept:
             return reasons
-        mine = set(specifics(text)) | {t.lower() for t in _TOKEN.findall(_norm(text))}
-        compact = _compact(text)
+        mine = set(specifics(text)) | {t.lower() for t in TOKEN.findall(normalized(text))}
+        compact = compact_form(text)
         lost = [s for s in kept if s not in mine and s not in compact]
         allowed = 0 if len(kept) <= 2 else len(kept) // 3
         if len(lost) > allowed:
             reasons.append(f"lost_specifics: {', '.join(lost[:5])}")
         return reasons
 
-    def _overuse(self, src: _Source, text: str) -> list[str]:
+    def _overuse(self, src: Source, text: str) -> list[str]:
         """A content word (or Han character) said more often than the source says it."""
         mine = Counter(_content_units(text))
         theirs = Counter(_content_units(src.text))
@@ -377,25 +377,25 @@ class Guard:
 
 def _content_units(text: str) -> list[str]:
     """Content-word stems (English) and content Han characters (Chinese) of ``text``."""
-    text = _norm(text)
+    text = normalized(text)
     units = []
-    for token in _TOKEN.findall(text):
+    for token in TOKEN.findall(text):
         lower = token.lower().strip("'")
-        if lower in _FUNCTION_EN or lower in _FRAMING_EN or lower in _REQUEST_FRAMING_EN:
+        if lower in FUNCTION_EN or lower in FRAMING_EN or lower in REQUEST_FRAMING_EN:
             continue
-        if _is_negation_en(lower) or lower.isdigit():
+        if is_negation_en(lower) or lower.isdigit():
             continue
-        units.append(_stem(lower))
-    han = _HAN_CHAR.findall(text)
-    framing = set("".join(_FRAMING_ZH + _REQUEST_FRAMING_ZH))
-    units += [c for c in han if c not in _FUNCTION_ZH and c not in framing]
+        units.append(stem(lower))
+    han = HAN_CHAR.findall(text)
+    framing = set("".join(FRAMING_ZH + REQUEST_FRAMING_ZH))
+    units += [c for c in han if c not in FUNCTION_ZH and c not in framing]
     return units
 
 
 def coverage(reference: str, text: str) -> float | None:
     """The share of ``reference``'s content units (see :func:`_content_units`) that
     ``text`` has; None if the reference has none."""
-    wanted = set(_content_units(_LABEL_KEY.sub(" ", reference)))
+    wanted = set(_content_units(LABEL_KEY.sub(" ", reference)))
     if not wanted:
         return None
     return len(wanted & set(_content_units(text))) / len(wanted)
@@ -403,7 +403,7 @@ def coverage(reference: str, text: str) -> float | None:
 
 def _letters(text: str) -> str:
     """Lowercase letters and digits only: for copy detection."""
-    return "".join(c for c in _norm(text).lower() if c.isalnum())
+    return "".join(c for c in normalized(text).lower() if c.isalnum())
 
 
 def _longest_common_substring(a: str, b: str) -> int:
@@ -429,7 +429,7 @@ def _ngrams(text: str) -> list[str]:
     lower = text.lower()
     words = re.findall(r"[a-z0-9]+", lower)
     grams = [" ".join(words[i : i + 4]) for i in range(len(words) - 3)]
-    han = "".join(_HAN_CHAR.findall(lower))
+    han = "".join(HAN_CHAR.findall(lower))
     grams += [han[i : i + 6] for i in range(len(han) - 5)]
     return grams
 
@@ -446,10 +446,10 @@ def _copied_ngram(text: str, prompt: str, source: str) -> str:
 
 def _repeats(text: str) -> bool:
     """A degenerate loop: a word 4-gram or a 6-character CJK run occurring twice."""
-    words = re.findall(r"[^\W_]+", _HAN_CHAR.sub(" ", text.lower()))
+    words = re.findall(r"[^\W_]+", HAN_CHAR.sub(" ", text.lower()))
     grams = [tuple(words[i : i + 4]) for i in range(len(words) - 3)]
     if len(grams) != len(set(grams)):
         return True
-    han = "".join(_HAN_CHAR.findall(text))
+    han = "".join(HAN_CHAR.findall(text))
     runs = [han[i : i + 6] for i in range(len(han) - 5)]
     return len(runs) != len(set(runs))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _CJK = _HAN + "\u3040-\u30ff\u3100-\u312f"
-_HAN_CHAR = re.compile(f"[{_HAN}]")
+HAN_CHAR = re.compile(f"[{_HAN}]")
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
 
@@ -71,19 +71,19 @@ def _words(spec: str) -> frozenset[str]:
 
 # Neutral function words: carry no fact of their own. (Order and quantity words such as
 # before/after/only/all/more are deliberately absent: they must come from the source.)
-_FUNCTION_EN = _words(
+FUNCTION_EN = _words(
     "a an the this that these those it its it's is are was were be been being am has have "
     "had do does did done will would can could may might to of in on at by for from with "
     "about as and or but so if when which who whom whose what where why how there their "
     "they them theirs we our us you your i me my also both via per into"
 )
 # Framing: how a summary refers to the speaker and what it reports.
-_FRAMING_EN = _words(
+FRAMING_EN = _words(
     "user user's users assistant says said notes noted mentions mentioned "
     "reports reported question questions whether regarding"
 )
 # Request framing: only when the source makes a request.
-_REQUEST_FRAMING_EN = _words(
+REQUEST_FRAMING_EN = _words(
     "wants want wanted requests request requested needs need needed asks ask asked asking"
 )
 _REQUEST_CUES_EN = re.compile(
@@ -104,8 +104,8 @@ _NEGATIONS_EN = _words(
     "hadn't mustn't n't"
 )
 # Words skipped when looking for the word a negation applies to ("don't want any more").
-_NEGATION_SKIP = _FUNCTION_EN | _words("really very too quite any more much just even all")
-_NUMBER_WORDS = {
+_NEGATION_SKIP = FUNCTION_EN | _words("really very too quite any more much just even all")
+NUMBER_WORDS = {
     "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
     "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
     "thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
@@ -117,17 +117,17 @@ _NUMBER_WORDS = {
 }  # fmt: skip
 
 # Chinese
-_FUNCTION_ZH = frozenset("的了和与及并且或在是对将把为被等其该此这个之以于中着地得也但而")
-_FRAMING_ZH = ("用户", "询问", "表示", "认为", "提到", "反馈", "称", "说")
-_REQUEST_FRAMING_ZH = ("要求", "希望", "想要", "想", "需要", "请求", "请")
+FUNCTION_ZH = frozenset("的了和与及并且或在是对将把为被等其该此这个之以于中着地得也但而")
+FRAMING_ZH = ("用户", "询问", "表示", "认为", "提到", "反馈", "称", "说")
+REQUEST_FRAMING_ZH = ("要求", "希望", "想要", "想", "需要", "请求", "请")
 _REQUEST_CUES_ZH = re.compile(
     r"[？?]|请|帮|能不能|能否|可不可以|可以帮|吗|我想|想要|我要|要求|需要|希望|麻烦|记得|提醒"
     r"|怎么|如何|给我"
 )
-_NEGATIONS_ZH = frozenset("不没别无未非勿莫")
+NEGATIONS_ZH = frozenset("不没别无未非勿莫")
 _DEGREE_ZH = frozenset("太很都也还再要")
 # Measure words and time units: a number in a Chinese summary keeps its unit from the source.
-_UNITS_ZH = frozenset("天日月年号点时分秒周个次人条项元块位件张页行倍度级岁层楼台份篇本门种")
+UNITS_ZH = frozenset("天日月年号点时分秒周个次人条项元块位件张页行倍度级岁层楼台份篇本门种")
 # Words with a negation character that do not negate (非常 "very", 不错 "good").
 _NOT_NEGATIONS_ZH = (
     "非常", "无论", "未来", "特别", "区别", "分别", "级别", "类别", "识别", "告别", "离别",
@@ -136,22 +136,23 @@ _NOT_NEGATIONS_ZH = (
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
               "八": 8, "九": 9}  # fmt: skip
 _ZH_NUMERAL_RUN = re.compile("[零一二两三四五六七八九十百千]+")
-_RELATIVE_TIME = re.compile("([今明昨前后上下本这每次])([天周月年午晚])|[早晚]上|凌晨|傍晚|中午")
+RELATIVE_TIME = re.compile("([今明昨前后上下本这每次])([天周月年午晚])|[早晚]上|凌晨|傍晚|中午")
 
 # --------------------------------------------------------------------------------------
 # Tokens
 # --------------------------------------------------------------------------------------
 
-_URL = re.compile(r"(?:https?://|www\.)[^\s;,)\]}>\"'，。；）]+", re.IGNORECASE)
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
+URL = re.compile(r"(?:https?://|www\.)[^\s;,)\]}>\"'，。；）]+", re.IGNORECASE)
+EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 # A "code": a token with a digit, an inner dot, slash or underscore, or inner capitals
 # (v2.4.1, A-10293, src/cli.py, test_login, gpt-4o-mini, TypeScript is a plain word).
-_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/@:'’%+#]*[A-Za-z0-9_%#+]|[A-Za-z0-9]")
+TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/@:'’%+#]*[A-Za-z0-9_%#+]|[A-Za-z0-9]")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_NUMERIC_EXPRESSION = re.compile(r"\d+(?:[:/-]\d+)+|\d+(?:\.\d+){2,}")
+NUMERIC_EXPRESSION = re.compile(r"\d+(?:[:/-]\d+)+|\d+(?:\.\d+){2,}")
 
 
-def _norm(text: str) -> str:
+def normalized(text: str) -> str:
+    """``text`` in NFKC with typographic apostrophes made plain."""
     text = unicodedata.normalize("NFKC", text).replace("’", "'")
     return text
 
@@ -181,10 +182,10 @@ def _arabic(text: str) -> str:
     return _ZH_NUMERAL_RUN.sub(repl, text)
 
 
-def _numbers(text: str) -> list[str]:
+def numbers_in(text: str) -> list[str]:
     """Numbers in ``text`` as canonical strings ("1,200" -> "1200", "3.50" -> "3.5")."""
     out = []
-    for match in _NUMBER.finditer(_arabic(_norm(text))):
+    for match in _NUMBER.finditer(_arabic(normalized(text))):
         out.append(_canonical_number(match.group()))
     return out
 
@@ -200,7 +201,7 @@ def _canonical_number(raw: str) -> str:
     return raw.lstrip("0") or "0"
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """A light English stemmer: enough to match inflections, never to merge meanings."""
     w = word.lower().strip("'")
     if w.endswith("'s"):
@@ -226,7 +227,8 @@ def _stem(word: str) -> str:
     return w
 
 
-def _is_code(token: str) -> bool:
+def is_code(token: str) -> bool:
+    """Whether a token is a code: a digit, an inner dot, slash or underscore, or inner capitals."""
     inner = token[1:-1]
     return (
         any(c.isdigit() for c in token)
@@ -236,7 +238,7 @@ def _is_code(token: str) -> bool:
 
 
 @dataclass(frozen=True)
-class _Source:
+class Source:
     """What a source supports, precomputed once per check."""
 
     text: str
@@ -252,39 +254,41 @@ class _Source:
     negations: bool
 
     @classmethod
-    def of(cls, text: str) -> _Source:
-        text = _norm(text)
+    def of(cls, text: str) -> Source:
+        text = normalized(text)
         lower = text.lower()
-        tokens = [t.lower().strip("'") for t in _TOKEN.findall(text)]
+        tokens = [t.lower().strip("'") for t in TOKEN.findall(text)]
         parts = [p for t in tokens for p in re.split(r"[^a-z0-9']+", t) if p]
         words = frozenset(tokens + parts)
-        numbers = set(_numbers(text))
+        numbers = set(numbers_in(text))
         for t in tokens:
-            if t in _NUMBER_WORDS:
-                numbers.add(_NUMBER_WORDS[t])
+            if t in NUMBER_WORDS:
+                numbers.add(NUMBER_WORDS[t])
         return cls(
             text=text,
             lower=lower,
-            compact=_compact(text),
+            compact=compact_form(text),
             words=words,
-            stems=frozenset(_stem(t) for t in (*tokens, *parts)),
+            stems=frozenset(stem(t) for t in (*tokens, *parts)),
             numbers=frozenset(numbers),
-            han=frozenset(_HAN_CHAR.findall(text)),
+            han=frozenset(HAN_CHAR.findall(text)),
             requests=bool(_REQUEST_CUES_EN.search(text) or _REQUEST_CUES_ZH.search(text)),
             negated_en=frozenset(_negated_words_en(tokens)),
             negated_zh=tuple(_negated_bigrams_zh(text)),
             negations=bool(
-                any(_is_negation_en(t) for t in tokens)
-                or any(_is_negation_zh(text, i) for i in range(len(text)))
+                any(is_negation_en(t) for t in tokens)
+                or any(is_negation_zh(text, i) for i in range(len(text)))
             ),
         )
 
 
-def _compact(text: str) -> str:
-    return _arabic("".join(_norm(text).lower().split()))
+def compact_form(text: str) -> str:
+    """``text`` lowercased without whitespace, numerals as digits: for Chinese matching."""
+    return _arabic("".join(normalized(text).lower().split()))
 
 
-def _is_negation_en(token: str) -> bool:
+def is_negation_en(token: str) -> bool:
+    """Whether an English token negates ("not", "never", any "n't")."""
     return token in _NEGATIONS_EN or token.endswith(("n't", "n’t"))
 
 
@@ -292,18 +296,18 @@ def _negated_words_en(tokens: Sequence[str]) -> list[str]:
     """Stems of the first content word after each English negation."""
     out = []
     for i, token in enumerate(tokens):
-        if not _is_negation_en(token):
+        if not is_negation_en(token):
             continue
         for nxt in tokens[i + 1 : i + 5]:
             if nxt not in _NEGATION_SKIP:
-                out.append(_stem(nxt))
+                out.append(stem(nxt))
                 break
     return out
 
 
-def _is_negation_zh(text: str, i: int) -> bool:
+def is_negation_zh(text: str, i: int) -> bool:
     """A Chinese negation at ``i``, not the A-not-A question form (能不能, 是不是)."""
-    if text[i] not in _NEGATIONS_ZH:
+    if text[i] not in NEGATIONS_ZH:
         return False
     if 0 < i < len(text) - 1 and text[i - 1] == text[i + 1]:
         return False
@@ -314,38 +318,38 @@ def _negated_bigrams_zh(text: str) -> list[str]:
     """The Han bigrams right after each Chinese negation (degree words skipped)."""
     out = []
     for i in range(len(text)):
-        if not _is_negation_zh(text, i):
+        if not is_negation_zh(text, i):
             continue
         j = i + 1
         while j < len(text) and text[j] in _DEGREE_ZH and j < i + 3:
             j += 1
         pair = text[j : j + 2]
-        if len(pair) == 2 and all(_HAN_CHAR.fullmatch(c) for c in pair):
+        if len(pair) == 2 and all(HAN_CHAR.fullmatch(c) for c in pair):
             out.append(pair)
     return out
 
 
-_LABEL_KEY = re.compile(r"(?:^|(?<=[\s;,{]))[\w.-]+\s*:(?=\s)")
+LABEL_KEY = re.compile(r"(?:^|(?<=[\s;,{]))[\w.-]+\s*:(?=\s)")
 
 
 def specifics(text: str) -> list[str]:
     """The checkable specifics of a text: numbers, codes, URLs and capitalised names (not
     at a sentence start); ``key:`` labels (rendered JSON) do not count."""
-    text = _LABEL_KEY.sub(" ", _norm(text))
+    text = LABEL_KEY.sub(" ", normalized(text))
     found: list[str] = []
-    found += [m.group().lower() for m in _URL.finditer(text)]
-    found += [m.group().lower() for m in _EMAIL.finditer(text)]
+    found += [m.group().lower() for m in URL.finditer(text)]
+    found += [m.group().lower() for m in EMAIL.finditer(text)]
     found += [_canonical_number(m.group()) for m in _NUMBER.finditer(text)]
-    for match in _TOKEN.finditer(text):
+    for match in TOKEN.finditer(text):
         token = match.group()
         before = text[: match.start()].rstrip()
-        if _is_code(token) and not token[0].isdigit():
+        if is_code(token) and not token[0].isdigit():
             found.append(re.split(r"/|::", token.lower())[-1])
         elif (
             token[:1].isupper()
             and before
             and before[-1] not in '.!?:;\n。！？；："“(['
-            and token.lower() not in _FUNCTION_EN
+            and token.lower() not in FUNCTION_EN
             and not token.startswith(("I'", "I’"))
         ):
             found.append(token.lower())

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..checks import type_name
 from ..errors import ValidationError, shown
 from ..item import (
     MEMORY_TYPES,
@@ -161,6 +162,3 @@ async def changed_fields(
     replace(old, **fields)  # every check, before the transaction
     return fields
 
-
-def type_name(value: object) -> str:
-    return type(value).__name__

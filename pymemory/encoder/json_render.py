@@ -7,8 +7,8 @@ import re
 from typing import Any
 
 from ..item import check_json_depth
-from .compress import _truncate
-from .sentences import _normalize
+from .compress import truncate
+from .sentences import collapse_whitespace
 
 _JSON_KEY_RANK = {
     **dict.fromkeys(("error", "errors", "err", "exception", "message", "msg", "reason"), 4),
@@ -27,7 +27,7 @@ class _Number(str):
     """A JSON number kept as the literal text it had in the input."""
 
 
-def _render_json(text: str, max_chars: int) -> str:
+def render_json(text: str, max_chars: int) -> str:
     """``key: value; key: value`` from a JSON object/array's scalar leaves, most informative
     first; "" if ``text`` is not a JSON object or array or has no non-empty leaf."""
     stripped = text.strip()
@@ -46,7 +46,7 @@ def _render_json(text: str, max_chars: int) -> str:
     pieces: list[str] = []
     used = 0
     for _, (label, value, _score) in ranked:
-        value = _truncate(value, value_room)
+        value = truncate(value, value_room)
         piece = f"{label}: {value}" if label else value
         cost = len(piece) + (2 if pieces else 0)
         if used + cost <= max_chars:
@@ -55,7 +55,7 @@ def _render_json(text: str, max_chars: int) -> str:
         elif not pieces or max_chars - used >= _JSON_PIECE_MIN:
             pieces.append(piece)
             break
-    return _truncate("; ".join(pieces), max_chars)
+    return truncate("; ".join(pieces), max_chars)
 
 
 def _json_fields(data: Any) -> list[tuple[str, str, int]]:
@@ -65,7 +65,7 @@ def _json_fields(data: Any) -> list[tuple[str, str, int]]:
     while stack:
         label, node = stack.pop()
         if isinstance(node, dict):
-            stack.extend(reversed([(_normalize(str(k)), v) for k, v in node.items()]))
+            stack.extend(reversed([(collapse_whitespace(str(k)), v) for k, v in node.items()]))
         elif isinstance(node, list):
             if all(_is_scalar(v) for v in node):
                 values = [r for r in map(_render_scalar, node) if r]
@@ -90,7 +90,7 @@ def _render_scalar(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return _normalize(str(value))
+    return collapse_whitespace(str(value))
 
 
 def _json_score(label: str, value: Any) -> int:

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from ..errors import ValidationError, shown
 from .base import MAX_CONTENT_CHARS, MEMORY_TYPES, Encoded, Encoder
-from .compress import _Candidate, _compress, _join, _select, _truncate
-from .cues import _HUMAN_TYPES, _is_pleasantry, _is_signature, _score
-from .json_render import _render_json
-from .sentences import _normalize, _split_units, _Unit
+from .compress import Candidate, join_candidates, select_candidates, strip_filler, truncate
+from .cues import HUMAN_TYPES, intent_score, is_pleasantry, is_signature
+from .json_render import render_json
+from .sentences import Unit, collapse_whitespace, split_units
 
 __all__ = [
     "MAX_CONTENT_CHARS",
@@ -68,17 +68,19 @@ class RuleEncoder:
         if not text.strip():
             return ""
         if type == "tool_result":
-            rendered = _render_json(text, self.max_chars)
+            rendered = render_json(text, self.max_chars)
             if rendered:
                 return rendered
-        units = _split_units(text, self.max_chars, by_line=type == "tool_result")
+        units = split_units(text, self.max_chars, by_line=type == "tool_result")
         candidates = _candidates(units, type)
         if not candidates:  # only pleasantries: fall back to the first sentences as they are
-            candidates = [_Candidate(i, u.text, 0, u.glued) for i, u in enumerate(units)]
-        summary = _join(_select(candidates, self.max_chars, len(units)), len(units))
+            candidates = [Candidate(i, u.text, 0, u.glued) for i, u in enumerate(units)]
+        summary = join_candidates(
+            select_candidates(candidates, self.max_chars, len(units)), len(units)
+        )
         if not summary:
-            summary = _normalize(text)
-        return _truncate(summary, self.max_chars)
+            summary = collapse_whitespace(text)
+        return truncate(summary, self.max_chars)
 
     async def encode(self, text: str, *, type: str = "message") -> Encoded:
         """``summarize`` wrapped as an :class:`Encoded` with ``method="rules"``."""
@@ -89,18 +91,18 @@ def _type_name(value: object) -> str:
     return value.__class__.__name__
 
 
-def _candidates(units: list[_Unit], type: str) -> list[_Candidate]:
+def _candidates(units: list[Unit], type: str) -> list[Candidate]:
     """Units worth keeping, scored. In text people wrote, pleasantries are left out and
     filler is dropped; machine text (tool results, system events) is kept as it is."""
     candidates = []
     for index, unit in enumerate(units):
-        if unit.kind == "code" or type not in _HUMAN_TYPES:
-            score = unit.bonus + _score(unit.text, type)
-            candidates.append(_Candidate(index, unit.text, score, unit.glued))
+        if unit.kind == "code" or type not in HUMAN_TYPES:
+            score = unit.bonus + intent_score(unit.text, type)
+            candidates.append(Candidate(index, unit.text, score, unit.glued))
             continue
-        if _is_pleasantry(unit.text, type) or _is_signature(units, index):
+        if is_pleasantry(unit.text, type) or is_signature(units, index):
             continue
-        text = _compress(unit.text)
-        if not _is_pleasantry(text, type):
-            candidates.append(_Candidate(index, text, _score(text, type), unit.glued))
+        text = strip_filler(unit.text)
+        if not is_pleasantry(text, type):
+            candidates.append(Candidate(index, text, intent_score(text, type), unit.glued))
     return candidates

@@ -3,33 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-
-class _Lazy:
-    """A regex compiled on its first use, not at import: compiling the encoder's patterns
-    was most of its modules' import time, paid by every boot of the browser worker before
-    any text is encoded. After the first use its methods are the compiled pattern's own."""
-
-    _METHODS = ("search", "match", "fullmatch", "sub", "subn", "finditer", "findall", "split")
-
-    def __init__(self, build: Callable[[], re.Pattern[str]]) -> None:
-        self._build = build
-
-    def __getattr__(self, name: str) -> Any:  # the methods only until the first use
-        pattern = self.__dict__.get("_pattern")
-        if pattern is None:
-            pattern = self._pattern = self._build()
-            for method in self._METHODS:
-                setattr(self, method, getattr(pattern, method))
-        return getattr(pattern, name)
-
-
-def _compile(pattern: str, flags: int = 0) -> Any:
-    """``re.compile(pattern, flags)`` on first use (see _Lazy)."""
-    return _Lazy(lambda: re.compile(pattern, flags))
-
+from .patterns import lazy_compile, word_set
 
 # --------------------------------------------------------------------------------------
 # Character classes and sentence punctuation
@@ -42,31 +18,26 @@ _CJK = (
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
     "\U00020000-\U0003134f"
 )
-_CJK_CHAR = _compile(f"[{_CJK}]")
+_CJK_CHAR = lazy_compile(f"[{_CJK}]")
 _CJK_TERMINATORS = "。！？；"
 _CLOSERS = "\"'”’)]」』）】"
 # A run of sentence punctuation and the quotes/brackets closing right after it.
-_TERMINATOR_RUN = _compile(f"(?:[.!?…]+|[{_CJK_TERMINATORS}]+)[{re.escape(_CLOSERS)}]*")
+_TERMINATOR_RUN = lazy_compile(f"(?:[.!?…]+|[{_CJK_TERMINATORS}]+)[{re.escape(_CLOSERS)}]*")
 # Punctuation that ends a clause inside a sentence too long to keep whole.
-_CLAUSE_RUN = _compile(r"[,;:]+(?= )|[，；：、]+")
-_CLAUSE_PUNCTUATION = ",;:，；：、"
+_CLAUSE_RUN = lazy_compile(r"[,;:]+(?= )|[，；：、]+")
+CLAUSE_PUNCTUATION = ",;:，；：、"
 # Punctuation after which a unit may be glued to the next one without a space.
-_GLUE_AFTER = "。！？；，、：…」』）】"
-
-
-def _word_set(words: str) -> frozenset[str]:
-    """A table of cue words written as one space-separated string."""
-    return frozenset(words.split())
+GLUE_AFTER = "。！？；，、：…」』）】"
 
 
 # A period after one of these does not end the sentence.
-_ABBREVIATIONS = _word_set(
+_ABBREVIATIONS = word_set(
     "mr. mrs. ms. dr. prof. sr. jr. st. mt. vs. e.g. i.e. cf. approx. fig. no. nos. vol. "
     "dept. est. ca. al. eg. ie. viz. ref. ver. incl. min. max. avg. jan. feb. mar. apr. "
     "jun. jul. aug. sep. sept. oct. nov. dec. mon. tue. wed. thu. fri. sat. sun."
 )
 # ... nor after one of these when the next word starts in lower case or with a digit.
-_SOFT_ABBREVIATIONS = _word_set("etc. a.m. p.m. inc. ltd. co. corp.")
+_SOFT_ABBREVIATIONS = word_set("etc. a.m. p.m. inc. ltd. co. corp.")
 _SENTENCE_END = ".!?…:" + _CJK_TERMINATORS
 
 # --------------------------------------------------------------------------------------
@@ -76,25 +47,27 @@ _SENTENCE_END = ".!?…:" + _CJK_TERMINATORS
 _FENCES = ("```", "~~~")
 _MIN_WRAPPED_LINE = 40  # a shorter line was ended on purpose, not wrapped
 _TRACEBACK_HEADER = "Traceback (most recent call last)"
-_EXCEPTION_LINE = _compile(
+_EXCEPTION_LINE = lazy_compile(
     r"(?:(?i:uncaught|unhandled|fatal)\s+)?(?:[A-Za-z_][\w$]*\.)*[A-Za-z_]*"
     r"(?:Error|Exception|Warning|Exit|Interrupt|Fault|Panic)(?::.*)?"
 )
 # Stack frames and traceback chatter: dropped outright.
-_NOISE_LINE = _compile(
+_NOISE_LINE = lazy_compile(
     r'\s*File ".*", line \d+'
     r"|\s+at\s.*:\d+"
     r"|\s+\.\.\. \d+ more"
     r"|During handling of the above exception"
     r"|The above exception was the direct cause"
 )
-_CODE_HEADER = _compile(r"#!|#\s*-\*-|Traceback \(most recent call last\)")
-_CODE_COMMENT = _compile(r"#\s|#$|//|/\*|\*|--\s|<!--")
+_CODE_HEADER = lazy_compile(r"#!|#\s*-\*-|Traceback \(most recent call last\)")
+_CODE_COMMENT = lazy_compile(r"#\s|#$|//|/\*|\*|--\s|<!--")
 _CODE_BONUS = 1
 _EXCEPTION_BONUS = 4
 
 
-class _Unit(NamedTuple):
+class Unit(NamedTuple):
+    """One unit of a text: a sentence, a clause or a code block's line."""
+
     text: str  # whitespace-normalised
     glued: bool  # no whitespace between this unit and the previous one in the input
     kind: str  # "prose" or "code"
@@ -103,14 +76,16 @@ class _Unit(NamedTuple):
 
 def split_sentences(text: str) -> list[str]:
     """The sentences of ``text`` (whitespace collapsed), cut where the rule encoder cuts."""
-    return [sentence for sentence, _ in _split_sentences(_normalize(text))]
+    return [sentence for sentence, _ in _split_sentences(collapse_whitespace(text))]
 
 
-def _normalize(text: str) -> str:
+def collapse_whitespace(text: str) -> str:
+    """``text`` with every run of whitespace made one space, stripped."""
     return " ".join(text.split())
 
 
-def _is_cjk(char: str) -> bool:
+def is_cjk(char: str) -> bool:
+    """Whether ``char`` is written without spaces (Han, kana, CJK punctuation)."""
     return bool(char) and _CJK_CHAR.match(char) is not None
 
 
@@ -119,25 +94,25 @@ def _is_cjk(char: str) -> bool:
 # --------------------------------------------------------------------------------------
 
 
-def _split_units(text: str, max_chars: int, *, by_line: bool = False) -> list[_Unit]:
+def split_units(text: str, max_chars: int, *, by_line: bool = False) -> list[Unit]:
     """Sentences of the prose, one line per code block or stack trace, in input order.
 
     ``by_line`` (tool output): each line is a unit, split into sentences only if too long.
     """
-    units: list[_Unit] = []
+    units: list[Unit] = []
     for kind, block in _blocks(text, wrap=not by_line):
         if kind == "code":
-            units.append(_Unit(block, False, "code", _code_bonus(block)))
+            units.append(Unit(block, False, "code", _code_bonus(block)))
             continue
         if by_line and len(block) <= max_chars:  # tool output is line-oriented
-            units.append(_Unit(block, False, "prose"))
+            units.append(Unit(block, False, "prose"))
             continue
         for i, (sentence, glued) in enumerate(_split_sentences(block)):
             # A block starts on a new line: its first sentence is never glued to anything.
             glued = glued and i > 0
             pieces = _split_clauses(sentence) if len(sentence) > max_chars else [(sentence, False)]
             for j, (piece, piece_glued) in enumerate(pieces):
-                units.append(_Unit(piece, piece_glued if j else glued, "prose"))
+                units.append(Unit(piece, piece_glued if j else glued, "prose"))
     return units
 
 
@@ -151,7 +126,7 @@ def _blocks(text: str, *, wrap: bool = True) -> list[tuple[str, str]]:
 
     def flush() -> None:
         if paragraph:
-            blocks.append(("prose", _normalize(" ".join(paragraph))))
+            blocks.append(("prose", collapse_whitespace(" ".join(paragraph))))
             paragraph.clear()
 
     lines = text.splitlines()
@@ -171,7 +146,7 @@ def _blocks(text: str, *, wrap: bool = True) -> list[tuple[str, str]]:
             i = end + 1
         elif _EXCEPTION_LINE.fullmatch(stripped):
             flush()
-            blocks.append(("code", _normalize(stripped)))
+            blocks.append(("code", collapse_whitespace(stripped)))
             i += 1
         else:
             if not stripped or _NOISE_LINE.match(line):
@@ -221,10 +196,10 @@ def _code_line(body: list[str]) -> str:
     frames."""
     exceptions = [s for s in (line.strip() for line in body) if _EXCEPTION_LINE.fullmatch(s)]
     if exceptions:
-        return _normalize(exceptions[-1])
+        return collapse_whitespace(exceptions[-1])
     meaningful = [line.strip() for line in body if _is_meaningful(line)]
     code = [line for line in meaningful if not _CODE_COMMENT.match(line)]
-    return _normalize((code or meaningful or [""])[0])
+    return collapse_whitespace((code or meaningful or [""])[0])
 
 
 def _is_meaningful(line: str) -> bool:
@@ -277,7 +252,7 @@ def _ends_sentence(text: str, match: re.Match[str]) -> bool:
     if run[0] in _CJK_TERMINATORS:
         return True
     after = text[match.end() : match.end() + 1]
-    if after and not after.isspace() and not _is_cjk(after):
+    if after and not after.isspace() and not is_cjk(after):
         return False  # 3.5, main.py, example.com/a?b, wait…what
     if run.rstrip(_CLOSERS) != ".":
         return True

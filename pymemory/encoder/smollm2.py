@@ -46,7 +46,7 @@ from urllib.parse import urljoin
 
 from ..models.generate import CausalLmSpec, Generation, GenerationConfig, KvCache, generate, prefill
 from ..models.runtime import InferenceRuntime, InferenceSession
-from ..models.token_filters import _HAN, HanFilter, _pending, _token_bytes_of
+from ..models.token_filters import HAN_CHAR, HanFilter, incomplete_tail, token_bytes_of
 from .guard import Guard, Verdict, clean_candidate, is_chinese
 from .prompts import DEFAULT_STYLE, HUMAN_TYPES, Example, PromptStyle
 
@@ -316,11 +316,11 @@ class SmolLm2Refiner:
         """A filter keeping every Han character written inside the source's and the
         framing words'; ``masked``: the tokens are restricted by :meth:`allowed_ids` too."""
         if self._token_bytes is None:
-            self._token_bytes = _token_bytes_of(self.tokenizer)
+            self._token_bytes = token_bytes_of(self.tokenizer)
         words = [text, *_FRAMING_ZH]
         if _NEGATION.search(text):
             words += _NEGATION_ZH
-        chars = set(_HAN.findall("".join(words)))
+        chars = set(HAN_CHAR.findall("".join(words)))
         if not masked:
             return HanFilter(self._token_bytes, chars)
         partials = set()
@@ -328,7 +328,7 @@ class SmolLm2Refiner:
             data = b""
             for token in self.encode(word):
                 data += self._token_bytes(token)
-                partials.add(_pending(data))
+                partials.add(incomplete_tail(data))
         partials.discard(b"")
         return HanFilter(self._token_bytes, chars, partials)
 

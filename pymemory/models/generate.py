@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import shown
-from .runtime import InferenceSession
+from .runtime import InferenceSession, yield_to_calls
 
 __all__ = [
     "CausalLmSpec",
@@ -278,6 +278,7 @@ async def _step(
 ) -> np.ndarray:
     """Run ``ids`` through the model on top of ``cache``; the last position's logits."""
     names = [spec.logits] + [present for _, present in spec.past_names()]
+    await yield_to_calls()  # background generation pauses between steps for a user's call
     outputs = await session.run(cache.feeds(ids), names)
     cache.update(outputs, ids)
     logits = np.asarray(outputs[spec.logits])

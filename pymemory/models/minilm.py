@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import ValidationError
 from .embedding import EmbedderUnavailableError
 from .local import find_model_dir, missing_model_message
-from .runtime import InferenceRuntime, InferenceSession
+from .runtime import InferenceRuntime, InferenceSession, yield_to_calls
 
 __all__ = ["MINILM_DEFAULTS", "MiniLmEmbedder", "find_model_dir", "load_minilm"]
 
@@ -256,6 +256,7 @@ class MiniLmEmbedder:
                 "attention_mask": mask,
                 "token_type_ids": type_buf[:size].reshape(len(rows), longest),
             }
+            await yield_to_calls()  # background embedding pauses between batches for a call
             hidden = await self.forward(feeds)
             out[rows] = self.pool(hidden, mask)
         return out

@@ -8,6 +8,7 @@ post-processing live outside, in numpy, shared by both.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -30,6 +31,83 @@ def urgent() -> Iterator[None]:
         yield
     finally:
         PRIORITY.reset(token)
+
+
+#: Whether inference started in this context is background work (embedding new items,
+#: refining summaries): set by :func:`background` around the creation of those loops.
+BACKGROUND: ContextVar[bool] = ContextVar("pymemory_background_inference", default=False)
+
+
+@contextmanager
+def background() -> Iterator[None]:
+    """Mark the tasks created inside as background inference (they yield to calls)."""
+    token = BACKGROUND.set(True)
+    try:
+        yield
+    finally:
+        BACKGROUND.reset(token)
+
+
+class CallGate:
+    """The user's calls in flight, and the gate background inference waits at.
+
+    A call (``with CALLS.call():``) closes the gate until it ends; background inference
+    awaits :meth:`turn` before every model step (a generated token, an embedding batch),
+    so it runs between calls, not during them. A step already running finishes. Nothing
+    starves: a step waits at most ``max_wait_s``, then runs anyway (counted in
+    ``overlapped``), so background work progresses under a steady stream of calls."""
+
+    def __init__(self, max_wait_s: float = 0.5) -> None:
+        self.max_wait_s = max_wait_s
+        self.in_flight = 0
+        self._waiting: list[asyncio.Future[None]] = []  # steps waiting for the calls to end
+        self.steps = 0  # background steps taken
+        self.waited = 0  # of them, how many waited for a call to end
+        self.overlapped = 0  # of them, how many ran during a call (the wait ran out)
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            if self.in_flight == 0:
+                waiting, self._waiting = self._waiting, []
+                for step in waiting:
+                    if not step.done() and not step.get_loop().is_closed():
+                        step.set_result(None)
+
+    async def turn(self) -> None:
+        """Before one background step: wait until no call is in flight (bounded)."""
+        self.steps += 1
+        if self.in_flight == 0:
+            return
+        self.waited += 1
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.max_wait_s
+        # Woken when the calls end, a step may find the next call already started: wait on.
+        while self.in_flight:
+            step = loop.create_future()
+            self._waiting.append(step)
+            try:
+                await asyncio.wait_for(step, deadline - loop.time())
+            except TimeoutError:
+                self.overlapped += 1
+                return
+
+    def stats(self) -> dict[str, int]:
+        return {"steps": self.steps, "waited": self.waited, "overlapped": self.overlapped}
+
+
+#: One gate per process (or worker): its calls and its background inference share cores.
+CALLS = CallGate()
+
+
+async def yield_to_calls() -> None:
+    """Where background inference may pause: a no-op outside background work."""
+    if BACKGROUND.get() and PRIORITY.get() < URGENT:
+        await CALLS.turn()
 
 
 @runtime_checkable

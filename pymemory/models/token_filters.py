@@ -6,10 +6,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+HAN_CHAR = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
-def _token_bytes_of(tokenizer: Any) -> Callable[[int], bytes]:
+def token_bytes_of(tokenizer: Any) -> Callable[[int], bytes]:
     """``id -> the bytes it stands for`` for a byte-level BPE tokenizer."""
     from .tokenizers.bytelevel_bpe import unicode_to_bytes
 
@@ -50,7 +50,7 @@ class HanFilter:
         self.prefixes = frozenset(partials)
 
     def __call__(self, output: Sequence[int], token: int) -> bool:
-        pending = _pending(b"".join(self.token_bytes(t) for t in output[-4:]))
+        pending = incomplete_tail(b"".join(self.token_bytes(t) for t in output[-4:]))
         return self._valid(pending + self.token_bytes(token))
 
     def _valid(self, data: bytes) -> bool:
@@ -66,13 +66,13 @@ class HanFilter:
                 char = data[i : i + size].decode("utf-8")
             except UnicodeDecodeError:
                 return False
-            if _HAN.fullmatch(char) and char not in self.chars:
+            if HAN_CHAR.fullmatch(char) and char not in self.chars:
                 return False
             i += size
         return True
 
 
-def _pending(data: bytes) -> bytes:
+def incomplete_tail(data: bytes) -> bytes:
     """The incomplete UTF-8 character at the end of ``data`` (b"" if it ends cleanly)."""
     for back in range(1, min(4, len(data)) + 1):
         lead = data[-back]

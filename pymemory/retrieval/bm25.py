@@ -62,8 +62,8 @@ _WEIGHT_CACHE_MAX = 1 << 22
 # otherwise sum into a dense array over all slots (measured crossover on 100k docs).
 _SPARSE_RATIO = 10
 
-_EMPTY_SLOTS = np.zeros(0, dtype=np.int64)
-_EMPTY_SCORES = np.zeros(0, dtype=np.float64)
+EMPTY_SLOTS = np.zeros(0, dtype=np.int64)
+EMPTY_SCORES = np.zeros(0, dtype=np.float64)
 
 
 def _check_slot(slot: object) -> int:
@@ -308,8 +308,8 @@ class Bm25Index:
             assert term is not None
             del self._term_ids[term]
             self._terms[tid] = None
-            self._post_slots[tid] = _EMPTY_SLOTS
-            self._post_tf[tid] = _EMPTY_SCORES
+            self._post_slots[tid] = EMPTY_SLOTS
+            self._post_tf[tid] = EMPTY_SCORES
             self._df[tid] = 0
             self._free_tids.append(tid)
             return
@@ -378,7 +378,7 @@ class Bm25Index:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Per-document sums: (slots ascending, scores), both fresh arrays if ``copy``."""
         if not parts:
-            return _EMPTY_SLOTS, _EMPTY_SCORES
+            return EMPTY_SLOTS, EMPTY_SCORES
         if len(parts) == 1:
             slots, weights = parts[0]
             if copy:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .bm25 import _EMPTY_SCORES, _EMPTY_SLOTS, Bm25Index
+from .bm25 import EMPTY_SCORES, EMPTY_SLOTS, Bm25Index
 
 # The index's internals are this module's business too: it is the index's own codec.
 
@@ -97,9 +97,7 @@ def to_arrays(
     yield meta, arrays, ["" if t is None else t for t in index._terms]
 
 
-def from_arrays(
-    meta: dict[str, Any], arrays: dict[str, np.ndarray], terms: list[str]
-) -> Bm25Index:
+def from_arrays(meta: dict[str, Any], arrays: dict[str, np.ndarray], terms: list[str]) -> Bm25Index:
     """The index :meth:`to_arrays` described (arrays are copied, never shared)."""
     index = Bm25Index(meta["k1"], meta["b"])
     df = arrays["df"]
@@ -116,8 +114,8 @@ def from_arrays(
     index._terms = list(terms)
     for tid in free:
         index._terms[tid] = None
-        index._post_slots[tid] = _EMPTY_SLOTS
-        index._post_tf[tid] = _EMPTY_SCORES
+        index._post_slots[tid] = EMPTY_SLOTS
+        index._post_tf[tid] = EMPTY_SCORES
     index._term_ids = dict(zip(terms, range(len(terms)), strict=True))
     if free:
         index._term_ids.pop("", None)  # recycled ids ("" is never a term)

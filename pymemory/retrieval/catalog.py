@@ -162,6 +162,7 @@ class LazyItems:
             if isinstance(value, MemoryItem) and item_id not in self._raw:
                 self._raw[item_id] = value.to_json().encode()
 
+
 # More items added since the conversation order was built than this: sort afresh.
 MAX_CONTEXT_INSERTS = 64
 

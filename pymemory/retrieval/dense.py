@@ -5,7 +5,7 @@ stored only if its item still holds the text that was embedded, checked against 
 stored item in the same transaction that writes the vector (another process may have
 changed or deleted it meanwhile). Vectors persist beside their items (``vec:<id>``,
 :class:`~.vectors_kv.KvVectorStore`), so a reload never re-embeds. Deleting an item deletes
-its vector in the same transaction (the facade does it); :meth:`DenseIndex.forget` then
+its vector in the same transaction (:mod:`.writer`); :meth:`DenseIndex.forget` then
 drops the row here. A query whose embedding fails is ranked by BM25 alone, with a note in
 the trace.
 """
@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -24,10 +25,10 @@ from ..errors import ValidationError
 from ..item import MemoryItem
 from ..models.embedding import Embedder
 from ..models.runtime import urgent
-from ..storage import KvBackend, Writes, changes, schema
+from ..storage import Writes, changes, schema
 from .catalog import Catalog, dense_text
-from .pipeline import DenseHits
 from .vectors_kv import KvVectorStore
+from .writer import StoreWriter
 
 log = logging.getLogger("pymemory")
 
@@ -40,27 +41,30 @@ EMBED_DRAIN = 1024
 EMBED_CALL = 256
 
 
+@dataclass(frozen=True)
+class DenseHits:
+    """The dense side of one query: the nearest catalog slots with their cosine, and a
+    way to get the cosine of any other slots (NaN for an item with no vector yet)."""
+
+    slots: np.ndarray
+    cosine: np.ndarray
+    cosine_of: Callable[[np.ndarray], np.ndarray]
+
+
 class DenseIndex:
     """The embedder, the stored vectors and the background embed loop of one memory.
 
-    ``lock`` is the memory's write lock: vectors are written under it, and ``forget`` is
-    called with it held. ``on_commit`` hears about every logged commit this index makes
-    (the facade keeps its change-log position with it).
+    Vectors are committed through ``writer`` (the memory's one write path) under its
+    write lock; ``forget`` is called with that lock held.
     """
 
     def __init__(
-        self,
-        embedder: Embedder,
-        vectors: KvVectorStore,
-        catalog: Catalog,
-        lock: asyncio.Lock,
-        on_commit: Callable[[changes.Committed], None] = lambda _c: None,
+        self, embedder: Embedder, vectors: KvVectorStore, catalog: Catalog, writer: StoreWriter
     ) -> None:
         self.embedder = embedder
         self.vectors = vectors
         self._catalog = catalog
-        self._lock = lock
-        self._on_commit = on_commit
+        self._writer = writer
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         for item_id in catalog.items:
             if item_id not in vectors:  # written before the embedder was on
@@ -70,12 +74,9 @@ class DenseIndex:
     @classmethod
     async def open(
         cls,
-        kv: KvBackend,
+        writer: StoreWriter,
         embedder: Embedder,
-        catalog: Catalog,
-        lock: asyncio.Lock,
         vector_dtype: Literal["int8", "float16", "float32"] = "int8",
-        on_commit: Callable[[changes.Committed], None] = lambda _c: None,
     ) -> DenseIndex:
         """Load the stored vectors and queue every item that has none yet.
 
@@ -84,9 +85,10 @@ class DenseIndex:
         update, skipped the vector keys). The index returned is current at least up to the
         view's position, and built under the lock: publish it before yielding, or a sync
         in between skips vector keys again."""
+        kv, catalog = writer.kv, writer.view.catalog
         seq = await changes.read_seq(kv)
         vectors = await KvVectorStore.open(kv, embedder.dim, vector_dtype)
-        async with lock:
+        async with writer.lock:
             await vectors.catch_up(seq)
             # Vectors without an item (left by an older pymemory, which deleted the two in
             # separate batches): drop them, so that every vector belongs to a live item
@@ -98,10 +100,8 @@ class DenseIndex:
                     gone = [i for i, raw in zip(orphans, values, strict=True) if raw is None]
                     return Writes(deletes=[schema.vec_key(i) for i in gone], result=gone)
 
-                done = await changes.commit(kv, [schema.mem_key(i) for i in orphans], drop)
-                vectors.apply_local(deletes=done.result)
-                on_commit(done)
-            return cls(embedder, vectors, catalog, lock, on_commit)
+                vectors.apply_local(deletes=await writer.commit_vectors(orphans, drop))
+            return cls(embedder, vectors, catalog, writer)
 
     def queue(self, item_id: str) -> None:
         self._queue.put_nowait(item_id)
@@ -148,12 +148,9 @@ class DenseIndex:
             keep = [j for j, raw in enumerate(values) if _stored_dense_text(raw) == texts[j]]
             return Writes([batch.puts[j] for j in keep], result=keep)
 
-        async with self._lock:
-            done = await changes.commit(
-                self.vectors.kv, [schema.mem_key(i.id) for i in items], write
-            )
-            self.vectors.apply_local(batch, keep=done.result)
-            self._on_commit(done)
+        async with self._writer.lock:
+            keep = await self._writer.commit_vectors([i.id for i in items], write)
+            self.vectors.apply_local(batch, keep=keep)
 
     def embed_query(self, query: str) -> asyncio.Task[np.ndarray] | None:
         """Start embedding ``query`` (before queued background embedding and refinement),

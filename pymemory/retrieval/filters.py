@@ -41,3 +41,17 @@ def _as_strings(name: str, value: str | Sequence[str]) -> list[str]:
     if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
         raise ValidationError(f"{name} must be a string or a list of strings")
     return list(values)
+
+
+DAY_MS = 86_400_000
+
+
+def older_than(days: float, now_ms: int, keep_important: bool) -> Callable[[MemoryItem], bool]:
+    """A predicate true for items older than ``days`` (marked important ones only when
+    ``keep_important`` is False): what ``archive_older_than()`` moves."""
+    cutoff = now_ms - days * DAY_MS
+
+    def old(item: MemoryItem) -> bool:
+        return item.timestamp < cutoff and not (keep_important and item.feedback.important)
+
+    return old

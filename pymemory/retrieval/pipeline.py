@@ -31,246 +31,91 @@ still fit).
 
 from __future__ import annotations
 
-import datetime as dt
-import math
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Awaitable, Callable, Sequence
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
-from ..encoder import RuleEncoder, split_sentences
-from ..item import MEMORY_TYPES, MemoryItem
-from .analyzer import analyze, is_cjk
-from .bm25 import Bm25Index
+from ..item import MEMORY_TYPES
+from ..models.embedding import reads
 from .catalog import TYPE_CODE, Catalog
+from .dense import DenseHits, DenseIndex
 from .fusion import lexical_share, minmax_fusion, rrf_fusion, score_fusion
+from .lexical import LexicalSide, lexical_side
 from .plan import Plan
+from .results import (
+    CUT_REASONS,
+    MAX_CONDENSED,
+    Candidate,
+    Retrieval,
+    ScoredMemory,
+    condense,
+    format_line,
+)
 from .strategies import HOUR_MS
 from .tokens import TokenCounter
-from .when import find_time_phrase
 
 # Trace rows for live items that share no term with the query (newest first, capped so a
 # large store does not flood the debug panel).
 NO_MATCH_TRACE_LIMIT = 100
 
-# Condensing an item that does not fit: shorter rule summaries tried in turn, and at most
-# this many items condensed per retrieval (each try costs a summary and a token count).
-CONDENSE_CHARS = (120, 80, 50, 30)
-MAX_CONDENSED = 10
-
-# Why a candidate was not injected. "included" marks the ones that were; "no_match"
-# (trace only) marks items the query's terms did not match at all.
-CUT_REASONS = (
-    "expired",
-    "scope",
-    "type",
-    "time_window",
-    "tag",
-    "below_floor",
-    "zero_weight",
-    "max_items",
-    "token_budget",
-)
-
-
-@dataclass(frozen=True)
-class DenseHits:
-    """The dense side of one query: the nearest catalog slots with their cosine, and a
-    way to get the cosine of any other slots (NaN for an item with no vector yet)."""
-
-    slots: np.ndarray
-    cosine: np.ndarray
-    cosine_of: Callable[[np.ndarray], np.ndarray]
-
-
-@dataclass(frozen=True)
-class LexicalSide:
-    """The BM25 side of one query, worked out ahead (while the query is being embedded);
-    it holds while the catalog's ``mutations`` count is unchanged."""
-
-    window: tuple[int, int] | None  # the time span a phrase in the query names
-    terms: list[str]
-    idf_mass: float
-    slots: np.ndarray  # every slot scoring above zero, ascending
-    scores: np.ndarray
-    mutations: int
-    # The lexical evidence of each slot for the relevance floor, 0..1: the larger of its
-    # share of the query's weight, its share of the ask's weight (the question sentences
-    # of a chatty query), and 1 where it holds one of the query's key terms.
-    evidence: np.ndarray | None = None
-
-
-# Sentences of a query; the ones ending in a question mark are its ask.
-_SENTENCE_RE = re.compile(r"[^.!?。！？;；\n]+[.!?。！？;；\n]*")
-_ASK_END = ("?", "？")
-# A key term holds a digit, has at least this many characters, and is rare in the store:
-# its idf at least this share of the largest idf there is (a term in one memory).
-KEY_MIN_CHARS = 3
-KEY_MIN_IDF = 0.5
 # The context lift comes from the best this many candidates of a query.
 CONTEXT_GIVERS = 256
 
-
-def ask_of(query: str) -> str | None:
-    """The question sentences of a query that says more than its question (the last
-    sentence when none ends in a question mark); None for a one-sentence query."""
-    sentences = [m.group().strip() for m in _SENTENCE_RE.finditer(query)]
-    sentences = [x for x in sentences if x.rstrip(".!?。！？;；").strip()]
-    if len(sentences) < 2:
-        return None
-    asks = [x for x in sentences if x.endswith(_ASK_END)] or sentences[-1:]
-    return " ".join(asks)
+NO_EMBEDDER = "dense retrieval off: no embedder; ranked by BM25"
+UNREAD_SCRIPT = "dense retrieval off for this query: the embedder does not read its script"
 
 
-def key_terms(index: Bm25Index, terms: Sequence[str]) -> list[str]:
-    """The query terms that single out a memory however long the query: numbers, codes
-    and ids (a digit, :data:`KEY_MIN_CHARS`+ characters) that few memories hold."""
-    n = len(index)
-    if n == 0:
-        return []
-    top = math.log(1.0 + (n - 0.5) / 1.5)  # the idf of a term held by one memory
-    return [
-        t for t in dict.fromkeys(terms)
-        if len(t) >= KEY_MIN_CHARS and any(c.isdigit() for c in t)
-        and index.doc_freq(t) > 0 and index.idf(t) >= KEY_MIN_IDF * top
-    ]  # fmt: skip
-
-
-def query_mass(index: Bm25Index, terms: Sequence[str]) -> float:
-    """The query's weight, against which a memory's BM25 score is its share: the idf of
-    every term, a term no memory holds included (a query about unknown things matches
-    a small share), except a CJK bigram no memory holds: unsegmented text makes one at
-    every word boundary ("号是", "是谁"), and those say nothing about the question."""
-    return sum(
-        index.idf(t) for t in terms
-        if not (len(t) == 2 and is_cjk(t) and index.doc_freq(t) == 0)
-    )  # fmt: skip
-
-
-def lexical_side(catalog: Catalog, query: str, now_ms: int) -> LexicalSide:
-    window, terms = lexical_query(query, now_ms)
-    index = catalog.index
-    if not terms:
-        empty = np.zeros(0, np.int64)
-        return LexicalSide(window, terms, 0.0, empty, np.zeros(0), catalog.mutations, None)
-    slots, scores = index.scores(terms)
-    idf_mass = query_mass(index, terms)
-    evidence = lexical_share(scores, idf_mass)
-    ask = ask_of(query)
-    ask_terms = [] if ask is None else lexical_query(ask, now_ms)[1]
-    if ask_terms and len(slots):
-        a_slots, a_scores = index.scores(ask_terms)
-        share = lexical_share(a_scores, query_mass(index, ask_terms))
-        # The ask's terms are the query's (unless a time phrase was read differently).
-        at = np.minimum(np.searchsorted(slots, a_slots), len(slots) - 1)
-        same = slots[at] == a_slots
-        evidence[at[same]] = np.maximum(evidence[at[same]], share[same])
-    keys = key_terms(index, terms)
-    if keys:
-        k_slots, _ = index.scores(keys)
-        evidence[np.searchsorted(slots, k_slots)] = 1.0
-    return LexicalSide(window, terms, idf_mass, slots, scores, catalog.mutations, evidence)
-
-
-@dataclass(frozen=True)
-class ScoredMemory:
-    """An injected memory: ``score = relevance x decay x feedback_weight x time_match``,
-    ``relevance = dense_part + lexical_part``."""
-
-    item: MemoryItem
-    score: float
-    bm25: float
-    decay: float
-    feedback_weight: float
-    tokens: int
-    line: str
-    dense: float | None = None  # cosine similarity, when dense retrieval ran
-    condensed: bool = False  # ``line`` holds a shorter summary than ``item.content``
-    relevance: float = 0.0
-    lexical_part: float = 0.0
-    dense_part: float = 0.0
-    context_part: float = 0.0
-    time_match: float = 1.0
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One row of the debug trace (the same factors as :class:`ScoredMemory`)."""
-
-    id: str
-    type: str
-    timestamp: int
-    content: str
-    bm25: float
-    decay: float
-    feedback_weight: float
-    score: float
-    status: str  # "included" or one of CUT_REASONS
-    tokens: int | None = None
-    dense: float | None = None  # cosine similarity, when dense retrieval ran
-    condensed: bool = False  # included with a shorter summary to fit the budget
-    relevance: float = 0.0
-    lexical_part: float = 0.0
-    dense_part: float = 0.0
-    context_part: float = 0.0
-    time_match: float = 1.0
-
-
-@dataclass(frozen=True)
-class Retrieval:
-    query: str
-    mode: str  # "bm25", "hybrid" (BM25 and dense fused) or "recency" (empty query)
-    memories: list[ScoredMemory]
-    text: str  # the lines to inject into the prompt, best first
-    tokens_used: int
-    max_tokens: int
-    max_items: int
-    token_counter: str
-    trace: list[Candidate] | None = None
-    notes: tuple[str, ...] = ()  # e.g. why dense retrieval did not take part
-    window: tuple[int, int] | None = None  # the time span the query names, if any
-
-    @property
-    def items(self) -> list[MemoryItem]:
-        return [m.item for m in self.memories]
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["memories"] = [
-            {**{k: v for k, v in asdict(m).items() if k != "item"}, "item": m.item.to_dict()}
-            for m in self.memories
-        ]
-        return out
-
-
-def format_line(item: MemoryItem, content: str | None = None) -> str:
-    day = dt.datetime.fromtimestamp(item.timestamp / 1000, tz=dt.UTC).date()
-    return f"- [{item.type} {day.isoformat()}] {item.content if content is None else content}"
-
-
-def condense(
-    item: MemoryItem, budget: int, counter: TokenCounter, terms: Sequence[str] = ()
-) -> tuple[str, int] | None:
-    """The longest of the shorter rule summaries of ``item`` whose line fits ``budget``
-    tokens, as (line, tokens); None if even the shortest does not fit. The summaries are
-    made from the sentences that share a term with the query (``terms``), when any do."""
-    source = item.content
-    if terms and item.type != "tool_result":  # tool output is not prose
-        wanted = set(terms)
-        focused = [s for s in split_sentences(source) if not wanted.isdisjoint(analyze(s))]
-        if focused:
-            source = " ".join(focused)
-    for chars in CONDENSE_CHARS:
-        if chars >= len(item.content):
-            continue
-        line = format_line(item, RuleEncoder(chars).summarize(source, type=item.type))
-        tokens = counter.count(line)
-        if tokens <= budget:
-            return line, tokens
-    return None
+async def run(
+    catalog: Catalog,
+    query: str,
+    plan: Plan,
+    *,
+    dense_index: DenseIndex | None,
+    catch_up: Callable[[], Awaitable[None]],
+    clock: Callable[[], int],
+    max_items: int,
+    max_tokens: int,
+    counter: TokenCounter,
+    trace: bool,
+    condense_to_fit: bool,
+) -> Retrieval:
+    """One retrieve, start to end. The query is embedded (in the browser: in the model
+    worker) while this thread applies other writers' changes (``catch_up``) and scores
+    BM25, so the call takes the longer of the two, not their sum; then :func:`retrieve`
+    ranks and trims. An embedder that cannot read the query's script sits it out."""
+    if dense_index is not None and not reads(dense_index.embedder, query):
+        dense_index, no_dense = None, UNREAD_SCRIPT  # its vectors would be noise
+    else:
+        no_dense = NO_EMBEDDER
+    embedding = None if dense_index is None else dense_index.embed_query(query)
+    try:
+        await catch_up()
+        now = clock()
+        lexical = lexical_side(catalog, query, now)
+        if dense_index is None:
+            dense, notes = None, (no_dense,)
+        else:
+            dense, notes = await dense_index.candidates(embedding, plan.fusion.depth)
+    finally:
+        if embedding is not None and not embedding.done():
+            embedding.cancel()
+        elif embedding is not None and not embedding.cancelled():
+            embedding.exception()  # seen: a failure here is no "never retrieved" warning
+    return retrieve(
+        catalog,
+        query,
+        plan,
+        now_ms=now,
+        lexical=lexical,
+        max_items=max_items,
+        max_tokens=max_tokens,
+        counter=counter,
+        trace=trace,
+        dense=dense,
+        notes=notes,
+        condense_to_fit=condense_to_fit,
+    )
 
 
 def decay_factor(plan: Plan, ts: np.ndarray, now_ms: int, type_code: np.ndarray) -> np.ndarray:
@@ -289,9 +134,7 @@ def feedback_factor(plan: Plan, net: np.ndarray, important: np.ndarray) -> np.nd
     return w * np.where(important, fw.important, 1.0)
 
 
-def time_match_factor(
-    plan: Plan, ts: np.ndarray, window: tuple[int, int] | None
-) -> np.ndarray:
+def time_match_factor(plan: Plan, ts: np.ndarray, window: tuple[int, int] | None) -> np.ndarray:
     if window is None or plan.decay.query_window == 1.0:
         return np.ones(len(ts))
     inside = (ts >= window[0]) & (ts <= window[1])
@@ -325,15 +168,6 @@ def filter_reasons(catalog: Catalog, plan: Plan, slots: np.ndarray, now_ms: int)
         tagged = catalog.tag_slots.get(tag, set())
         cut(~np.isin(slots, np.fromiter(tagged, dtype=np.int64, count=len(tagged))), "tag")
     return reason
-
-
-def lexical_query(query: str, now_ms: int) -> tuple[tuple[int, int] | None, list[str]]:
-    """(the time span a phrase in ``query`` names, the BM25 terms of the rest)."""
-    found = find_time_phrase(query, now_ms)
-    if found is None:
-        return None, analyze(query)
-    window, (start, end) = found
-    return window, analyze(f"{query[:start]} {query[end:]}")
 
 
 def relevance_of(

@@ -265,7 +265,6 @@ def stored_seq(head_raw: bytes | None) -> int | None:
         return None
 
 
-
 # --- when to write one --------------------------------------------------------------------
 
 

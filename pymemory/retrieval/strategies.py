@@ -220,7 +220,14 @@ class Compose:
 
 
 Strategy = (
-    TimeWindow | ByTag | ByType | ByScope | TimeDecay | FeedbackWeight | Fusion | RelevanceFloor
+    TimeWindow
+    | ByTag
+    | ByType
+    | ByScope
+    | TimeDecay
+    | FeedbackWeight
+    | Fusion
+    | RelevanceFloor
     | Compose
 )
 

@@ -75,7 +75,7 @@ __all__ = [
 
 DType = Literal["float32", "float16", "int8"]
 DTYPES: tuple[str, ...] = ("float32", "float16", "int8")
-_NP_DTYPE = {"float32": np.float32, "float16": np.float16, "int8": np.int8}
+NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16, "int8": np.int8}
 
 #: Rows upcast and multiplied at a time during a search (1024 x 384 x 4 B = 1.5 MB: small
 #: enough to stay in cache, and below the size where a threaded BLAS starts threads, whose
@@ -125,7 +125,7 @@ class VectorStore(Protocol):
 # --- quantisation -----------------------------------------------------------------------
 
 
-def _quantize(unit: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+def quantize(unit: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
     """Rows of unit vectors -> (stored rows, per-row dequantisation scale)."""
     n = unit.shape[0]
     if dtype == "float32":
@@ -165,7 +165,8 @@ def _check_dtype(dtype: object) -> str:
     return dtype  # type: ignore[return-value]
 
 
-def _check_id(id: object) -> str:
+def check_vector_id(id: object) -> str:
+    """``id`` if it is a non-empty string."""
     if not isinstance(id, str) or not id:
         raise ValidationError(f"vector ids must be non-empty strings, got {id!r}")
     return id
@@ -188,7 +189,7 @@ class InMemoryVectorStore:
         self.dim = _check_dim(dim)
         self.dtype = _check_dtype(dtype)
         capacity = max(1, operator.index(capacity))
-        self._rows = np.zeros((capacity, self.dim), dtype=_NP_DTYPE[self.dtype])
+        self._rows = np.zeros((capacity, self.dim), dtype=NUMPY_DTYPES[self.dtype])
         self._inv_norm = np.zeros(capacity, dtype=np.float32)
         self._scale = np.zeros(capacity, dtype=np.float32)
         self._alive = np.zeros(capacity, dtype=bool)
@@ -263,7 +264,7 @@ class InMemoryVectorStore:
         """Validate a batch; return the ids and their unit vectors (float32)."""
         if isinstance(ids, str):
             raise ValidationError("ids must be a sequence of str, not a str")
-        ids = [_check_id(i) for i in ids]
+        ids = [check_vector_id(i) for i in ids]
         try:
             arr = np.asarray(vectors, dtype=np.float32)
         except (TypeError, ValueError):
@@ -349,14 +350,14 @@ class InMemoryVectorStore:
     def put(self, ids: Sequence[str], vectors: Any) -> None:
         """Synchronous upsert: add or replace the vectors of ``ids``."""
         ids, unit = self._prepare(ids, vectors)
-        rows, scales = _quantize(unit, self.dtype)
+        rows, scales = quantize(unit, self.dtype)
         self._put_rows(ids, rows, scales)
 
     def remove(self, ids: Sequence[str]) -> None:
         """Synchronous delete; unknown ids are ignored."""
         if isinstance(ids, str):
             raise ValidationError("ids must be a sequence of str, not a str")
-        self._remove([_check_id(i) for i in ids])
+        self._remove([check_vector_id(i) for i in ids])
 
     async def upsert(self, ids: Sequence[str], vectors: Any) -> None:
         self.put(ids, vectors)

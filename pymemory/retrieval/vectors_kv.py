@@ -22,7 +22,7 @@ from ..errors import PymemoryError, ValidationError
 from ..storage import changes, schema
 from ..storage.base import MAX_KEY_CHARS, KvBackend, check_key, iter_prefix
 from . import snapshot
-from .vectors import _NP_DTYPE, DType, InMemoryVectorStore, _check_id, _quantize
+from .vectors import NUMPY_DTYPES, DType, InMemoryVectorStore, check_vector_id, quantize
 
 __all__ = ["EncodedBatch", "KvVectorStore", "decode_vector", "encode_vector"]
 
@@ -44,7 +44,7 @@ _ITEMSIZE = {"float32": 4, "float16": 2, "int8": 1}
 def encode_vector(row: np.ndarray, scale: float, dtype: str) -> bytes:
     """One stored row as bytes: a 6-byte header, the int8 scale (int8 only), the row."""
     header = _HEADER.pack(_MAGIC, _VERSION, _CODE[dtype], row.shape[0])
-    body = np.ascontiguousarray(row, dtype=np.dtype(_NP_DTYPE[dtype]).newbyteorder("<"))
+    body = np.ascontiguousarray(row, dtype=np.dtype(NUMPY_DTYPES[dtype]).newbyteorder("<"))
     if dtype == "int8":
         return header + struct.pack("<f", scale) + body.tobytes()
     return header + body.tobytes()
@@ -67,10 +67,10 @@ def decode_vector(raw: bytes) -> tuple[str, np.ndarray, float]:
         offset += 4
     if len(raw) != offset + dim * _ITEMSIZE[dtype]:
         raise ValidationError(f"vector record length does not match dim {dim}")
-    row = np.frombuffer(raw, dtype=np.dtype(_NP_DTYPE[dtype]).newbyteorder("<"), offset=offset)
+    row = np.frombuffer(raw, dtype=np.dtype(NUMPY_DTYPES[dtype]).newbyteorder("<"), offset=offset)
     if not (math.isfinite(scale) and np.isfinite(row.astype(np.float32)).all()):
         raise ValidationError("vector record holds non-finite values")
-    return dtype, row.astype(_NP_DTYPE[dtype]), float(scale)
+    return dtype, row.astype(NUMPY_DTYPES[dtype]), float(scale)
 
 
 def _record_size(dtype: str, dim: int) -> int:
@@ -142,7 +142,7 @@ class KvVectorStore(InMemoryVectorStore):
         return _record_size(self.dtype, self.dim)
 
     def key(self, id: str) -> str:
-        return check_key(self.prefix + _check_id(id))
+        return check_key(self.prefix + check_vector_id(id))
 
     async def load(self) -> None:
         """Read every record under the prefix into memory (replacing what is there): the
@@ -257,10 +257,10 @@ class KvVectorStore(InMemoryVectorStore):
             else:
                 scales = np.ones(len(fast), dtype=np.float32)
             body = np.ascontiguousarray(buf[:, offset:])
-            rows = body.view(np.dtype(_NP_DTYPE[self.dtype]).newbyteorder("<")).reshape(
+            rows = body.view(np.dtype(NUMPY_DTYPES[self.dtype]).newbyteorder("<")).reshape(
                 len(fast), self.dim
             )
-            rows = rows.astype(_NP_DTYPE[self.dtype])
+            rows = rows.astype(NUMPY_DTYPES[self.dtype])
             finite = np.isfinite(rows.astype(np.float32)).all(axis=1) & np.isfinite(scales)
             good = [fast[j] for j in np.flatnonzero(finite).tolist()]
             for j in np.flatnonzero(~finite).tolist():
@@ -315,7 +315,7 @@ class KvVectorStore(InMemoryVectorStore):
         self._check_loaded()
         if isinstance(deletes, str):
             raise ValidationError("deletes must be a sequence of ids, not a str")
-        dead = [_check_id(i) for i in deletes]
+        dead = [check_vector_id(i) for i in deletes]
         batch = self.encode(*upserts) if upserts is not None else self.encode([], None)
         dead_keys = [self.key(i) for i in dead]
         async with self._write_lock:
@@ -328,12 +328,12 @@ class KvVectorStore(InMemoryVectorStore):
     def encode(self, ids: Sequence[str], vectors: Any) -> EncodedBatch:
         """Validate and quantise a batch into its KV records, touching nothing: write
         ``.puts`` yourself (e.g. inside a transaction), then :meth:`apply_local` it."""
-        rows = np.zeros((0, self.dim), dtype=_NP_DTYPE[self.dtype])
+        rows = np.zeros((0, self.dim), dtype=NUMPY_DTYPES[self.dtype])
         scales = np.zeros(0, dtype=np.float32)
         out_ids: list[str] = []
         if ids:
             out_ids, unit = self._prepare(ids, vectors)
-            rows, scales = _quantize(unit, self.dtype)
+            rows, scales = quantize(unit, self.dtype)
         puts = [
             (self.key(i), encode_vector(rows[j], float(scales[j]), self.dtype))
             for j, i in enumerate(out_ids)

@@ -4,8 +4,9 @@ the store through its change log (:mod:`pymemory.storage.changes`).
 
 The store stays the truth: the view is filled at open (:meth:`StoreView.load`: from the
 index snapshot, :mod:`.snapshot`, plus what changed since it, or else from every record),
-updated by the instance's own commits, and before a read re-reads just what other
-instances logged since it last looked (:meth:`StoreView.catch_up`).
+updated by the instance's own commits (all made by :mod:`.writer`, the one write path),
+and before a read re-reads just what other instances logged since it last looked
+(:meth:`StoreView.catch_up`).
 
 The invariant both rely on: for every key, the view holds a value at least as new as the
 key's last change up to ``seq``; a key changed after ``seq`` is re-read when the view
@@ -17,22 +18,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from ..errors import PymemoryError, ValidationError
-from ..item import ArchivedItem, Feedback, MemoryItem
+from ..errors import NotFoundError, PymemoryError, ValidationError, shown
+from ..item import Feedback, MemoryItem
 from ..storage import KvBackend, changes, iter_prefix, schema
-from ..storage.transactions import (
-    WRITE_CHUNK,
-    ImportOutcome,
-    Transaction,
-    delete_present,
-    forget_batch,
-    forget_chunk,
-    import_batch,
-)
+from ..storage.transactions import WRITE_CHUNK
 from . import snapshot
 from .catalog import Catalog
 from .vectors_kv import KvVectorStore
@@ -66,6 +59,12 @@ class StoreView:
             self.catalog.put_record(item, raw)
         else:
             self.catalog.put(seen)
+
+    def note_feedback(self, item: MemoryItem, kind: str) -> None:
+        """Feedback given here: ranks at once, stored with the next flush (as a delta)."""
+        one = Feedback().add(kind)  # type: ignore[arg-type]
+        self.pending[item.id] = self.pending.get(item.id, Feedback()).merged(one)
+        self.catalog.set_feedback(replace(item, feedback=item.feedback.merged(one)))
 
     def drop(self, item_id: str) -> None:
         """Forget an item gone from the store: catalog, pending feedback, queued work."""
@@ -242,71 +241,22 @@ class StoreView:
                 log.exception("cannot load changed vectors; dense retrieval may miss them")
         return dropped
 
-    # --- batches that write through the view (the caller holds the write lock) ---------
+    def live(self, item_id: str, now_ms: int) -> MemoryItem:
+        """The item as this instance sees it; NotFoundError if unknown or expired."""
+        item = self.catalog.get(item_id)
+        if item is None:
+            raise NotFoundError(f"no memory with id {shown(item_id)}")
+        if item.is_expired(now_ms):
+            raise NotFoundError(f"memory {shown(item_id)} has expired (ttl_ms)")
+        return item
 
-    async def _commit(
-        self, keys: list[str], fn: Transaction, list_prefixes: tuple[str, ...] = ()
-    ) -> Any:
-        """Commit ``fn`` over ``keys`` through the change log; its result."""
-        done = await changes.commit(self.kv, keys, fn, list_prefixes=list_prefixes)
-        self.advance(done)
-        return done.result
-
-    async def forget_next(self, match: Callable[[MemoryItem], bool], archive: bool) -> int | None:
-        """Delete (or archive) the next batch of stored items ``match`` accepts; how many,
-        or None when the view holds none. Each candidate is re-checked on its stored
-        record: one another writer changed so it no longer matches is kept (and the view
-        corrected), one it deleted is dropped here."""
-        ids = forget_chunk(i for i in self.catalog if match(i))
-        if not ids:
-            return None
-        pending = {i: self.pending[i] for i in ids if i in self.pending}
-        keys = [schema.mem_key(i) for i in ids]
-        write = forget_batch(ids, pending, match, archive)
-        gone, kept, removed = await self._commit(keys, write, (schema.HST,))
-        for item_id in gone:
-            self.drop(item_id)
-        for item in kept:
-            self.put(item)
-        if archive:
-            self.archived.update(gone)
-        return removed
-
-    async def clear_archive_next(self) -> int | None:
-        """Delete the next batch of archived items, unreadable memory records and history
-        left without its memory; how many, or None when there are none."""
-        keys = [schema.arc_key(i) for i in self.archived][:WRITE_CHUNK]
-        keys += sorted(self.corrupt_keys)[: WRITE_CHUNK - len(keys)]
-        if len(keys) < WRITE_CHUNK:
-            keys += [k for k, _ in await self.kv.scan(schema.HST, limit=WRITE_CHUNK - len(keys))]
-        if not keys:
-            return None
-        deleted = await self._commit(keys, delete_present(keys))
-        for key in keys:
-            self.archived.discard(key[len(schema.ARC) :])
-            self.corrupt_keys.discard(key)
-        return len(deleted)
-
-    async def import_chunk(
-        self,
-        chunk: Sequence[MemoryItem | ArchivedItem],
-        checked: Sequence[MemoryItem | ArchivedItem],
-        on_conflict: str,
-        pasts: Mapping[str, Sequence[tuple[MemoryItem, int]]],
-    ) -> ImportOutcome:
-        """Write one import batch (conflicts decided over the ids of ``checked``) with the
-        past versions of its memories."""
-        keys = [k for r in checked for k in (schema.mem_key(r.id), schema.arc_key(r.id))]
-        write = import_batch(chunk, checked, on_conflict, pasts)
-        outcome: ImportOutcome = await self._commit(keys, write, (schema.HST,))
-        for item in outcome.memories:
-            self.catalog.put(item)
-            self.pending.pop(item.id, None)
-            self.archived.discard(item.id)
-        for arc in outcome.archived:
-            self.drop(arc.id)
-            self.archived.add(arc.id)
-        return outcome
+    def newest(
+        self, match: Callable[[MemoryItem], bool], now_ms: int, limit: int | None
+    ) -> list[MemoryItem]:
+        """Live items ``match`` accepts, newest first, at most ``limit``."""
+        found = [i for i in self.catalog if match(i) and not i.is_expired(now_ms)]
+        found.sort(key=lambda i: (i.timestamp, i.id), reverse=True)
+        return found if limit is None else found[:limit]
 
     def counts(self, now_ms: int) -> dict[str, Any]:
         """What the view holds, for ``Memory.stats()``."""

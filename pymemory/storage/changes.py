@@ -145,3 +145,21 @@ async def changes_since(kv: KvBackend, seq: int, *, current: int | None = None) 
     if last < now:
         return Changes(now, None)  # records missing at the end: do not trust the log
     return Changes(last, frozenset(keys))
+
+
+async def log_keys(kv: KvBackend, keys: Sequence[str]) -> Committed:
+    """Log a commit naming ``keys`` without writing them: their records were written
+    below ``kv`` (the replicator writes sealed bytes under an EncryptedKv), and every
+    instance must still re-read them. Nothing is logged for no keys."""
+    changed = sorted(set(keys))
+
+    def body(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+        before = decode_seq(values[0])
+        if not changed:
+            return Writes(result=Committed(before, before, None))
+        seq = before + 1
+        puts = [(SEQ_KEY, _encode({"seq": seq})), (log_key(seq), _encode({"keys": changed}))]
+        deletes = [log_key(seq - RETAIN)] if seq > RETAIN else []
+        return Writes(puts, deletes, Committed(seq, before, None))
+
+    return await kv.transact([SEQ_KEY], body)

@@ -67,6 +67,17 @@ async def export_lines(kv: KvBackend, skip: Collection[str] = ()) -> AsyncIterat
 
 
 @dataclass(frozen=True)
+class ImportResult:
+    """What ``Memory.import_`` did: memories added, replaced (on_conflict="replace") and
+    skipped (on_conflict="skip"), and archived items written."""
+
+    added: int
+    replaced: int
+    skipped: int
+    archived: int
+
+
+@dataclass(frozen=True)
 class Parsed:
     memories: list[MemoryItem]
     archived: list[ArchivedItem]

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..item import MemoryItem, MemoryVersion, check_timestamp, dumps, loads
 from . import schema
+from .base import KvBackend, iter_prefix
 
 
 def past_record(item: MemoryItem, valid_to: int) -> tuple[str, bytes]:
@@ -50,3 +51,9 @@ def ids_of(keys: Iterable[str]) -> dict[str, list[str]]:
     for key in keys:
         grouped.setdefault(schema.hst_id(key), []).append(key)
     return grouped
+
+
+async def item_versions(kv: KvBackend, current: MemoryItem) -> list[MemoryVersion]:
+    """Every version of the stored item ``current``, oldest first (see :func:`versions`)."""
+    prefix = schema.hst_prefix(current.id)
+    return versions(current, [read_past(raw) async for _, raw in iter_prefix(kv, prefix)])

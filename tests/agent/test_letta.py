@@ -25,8 +25,8 @@ copied; the newest stored version of each file is the one restated):
   (``test_compile_standard_blocks_metadata_and_values``,
   ``test_compile_empty_returns_empty_string``).
 
-A case whose ``ours`` is set is a deliberate difference; its name says which, and the
-README ("Letta's tools") explains it.
+A case whose ``ours`` is set is a deliberate difference; its name says which, and
+docs/agent-primitives.md ("Letta's tools") explains it.
 """
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ from typing import Any
 import pytest
 
 from pymemory.agent import MemoryBlockSet, ToolSet, core_memory_tools, letta_memory_tools
-from pymemory.browser.agent_api import close_agents
-from pymemory.browser.api import RpcApi
+from pymemory.browser.rpc import RpcApi, close_agents
 from pymemory.storage import MapKv, SqliteKv
 
 NOTE = (  # CONST: CORE_MEMORY_LINE_NUMBER_WARNING, shown above line-numbered blocks
@@ -240,9 +239,9 @@ async def test_letta_tool_behaviour(case: Case):
         assert case.ours != case.letta  # a named difference really is one
 
 
-def test_every_difference_is_named_in_the_readme():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("### Letta's tools", 1)[1].split("\n## ", 1)[0]
+def test_every_difference_is_named_in_the_docs():
+    page = Path(__file__).resolve().parents[2] / "docs" / "agent-primitives.md"
+    section = page.read_text().split("\n## Letta's tools\n", 1)[1].split("\n## ", 1)[0]
     for phrase in ("tabs", "empty block", "wording", "line numbers", "letta_compat"):
         assert phrase in section, phrase
 

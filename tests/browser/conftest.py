@@ -50,7 +50,7 @@ def harness(context, base_url):
     """A page with the client module loaded as window.pymemory."""
     page = context.new_page()
     page.errors = watch_errors(page)
-    page.goto(f"{base_url}/web/test/harness.html")
+    page.goto(f"{base_url}/web/pages/test/harness.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
     yield page
     assert page.errors == []

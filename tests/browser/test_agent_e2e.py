@@ -1,4 +1,4 @@
-"""End to end in Chromium: a scripted agent loop (web/test/agent-loop.html) against a real
+"""End to end in Chromium: a scripted agent loop (web/pages/test/agent-loop.html) against a real
 local model server speaking OpenAI Chat Completions. The page runs the model's tool calls
 through the client (core memory, the /memories file tool, memory_kv), notes each step to
 the worker's observer (whose OpenAI model is the same server, reached by Pyodide's fetch)
@@ -148,7 +148,7 @@ def model_server():
 
 
 def open_loop_page(page, base_url: str) -> None:
-    page.goto(f"{base_url}/web/test/agent-loop.html")
+    page.goto(f"{base_url}/web/pages/test/agent-loop.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
 
 

@@ -92,7 +92,7 @@ def test_ranks_failing_after_ready_fail_every_call_loudly(harness, held_ranks):
 def test_ranks_failing_before_ready_fail_the_boot(context, base_url):
     context.route(RANKS, lambda route: route.fulfill(status=404, body="gone"))
     page = context.new_page()
-    page.goto(f"{base_url}/web/test/harness.html")
+    page.goto(f"{base_url}/web/pages/test/harness.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
     got = js(
         page,
@@ -103,7 +103,7 @@ def test_ranks_failing_before_ready_fail_the_boot(context, base_url):
 
 
 def test_tiktoken_module_encodes_like_tiktoken(harness):
-    """worker/tiktoken.mjs's own rank table: ids equal to tiktoken's encode_ordinary."""
+    """web/worker/tiktoken.mjs's own rank table: ids equal to tiktoken's encode_ordinary."""
     tricky = [
         *TEXTS,
         "x" * 5000,  # one long piece: the heap merge
@@ -115,7 +115,7 @@ def test_tiktoken_module_encodes_like_tiktoken(harness):
     got = js(
         harness,
         """
-        const tk = await import("/worker/tiktoken.mjs");
+        const tk = await import("/web/worker/tiktoken.mjs");
         await tk.init("/js-tiktoken/dist/");
         return { size: tk.size(), ids: args[0].map((t) => tk.encode(t)),
                  counts: args[0].map((t) => tk.count(t)) };
@@ -183,7 +183,7 @@ def test_repeat_visits_restore_the_snapshot_and_fall_back_from_a_bad_one(context
     counter = default_token_counter()
 
     def visit() -> dict:
-        page.goto(f"{base_url}/web/test/harness.html")
+        page.goto(f"{base_url}/web/pages/test/harness.html")
         page.wait_for_function("document.body.dataset.loaded === '1'")
         got = page.evaluate(VISIT)
         for mem in got["memories"]:  # exact budgets whichever way Pyodide started

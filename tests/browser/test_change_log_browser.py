@@ -13,7 +13,7 @@ def open_pages(context, base_url, n: int):
     for _ in range(n):
         page = context.new_page()
         page.errors = watch_errors(page)
-        page.goto(f"{base_url}/web/test/harness.html")
+        page.goto(f"{base_url}/web/pages/test/harness.html")
         page.wait_for_function("document.body.dataset.loaded === '1'")
         pages.append(page)
     return pages

@@ -83,7 +83,7 @@ def test_relaunch_same_profile_keeps_data(playwright_instance, base_url, tmp_pat
         )
         ctx.set_default_timeout(BOOT_TIMEOUT_MS)
         page = ctx.new_page()
-        page.goto(f"{base_url}/web/test/harness.html")
+        page.goto(f"{base_url}/web/pages/test/harness.html")
         page.wait_for_function("document.body.dataset.loaded === '1'")
         try:
             return js(page, OPEN + body, "relaunch")
@@ -236,7 +236,7 @@ def test_documented_codes_are_exported(harness):
 def test_hooks_share_a_worker_and_react_to_each_other(context, base_url):
     page = context.new_page()
     errors = watch_errors(page)
-    page.goto(f"{base_url}/web/test/hooks.html?db=hooks")
+    page.goto(f"{base_url}/web/pages/test/hooks.html?db=hooks")
     viewer = page.get_by_test_id("viewer")
     page.wait_for_function("window.writer && window.writer.status.ready")
     assert viewer.get_attribute("data-count") == "0"
@@ -275,7 +275,7 @@ def export_lines(n: int) -> str:
 def test_closing_page_mid_import_loses_nothing_acknowledged(context, base_url):
     chunk = 250
     page = context.new_page()
-    page.goto(f"{base_url}/web/test/harness.html")
+    page.goto(f"{base_url}/web/pages/test/harness.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
     js(page, OPEN + "window.m = m; return true;", "bulk")
     page.evaluate(
@@ -291,7 +291,7 @@ def test_closing_page_mid_import_loses_nothing_acknowledged(context, base_url):
     page.close()
 
     page = context.new_page()
-    page.goto(f"{base_url}/web/test/harness.html")
+    page.goto(f"{base_url}/web/pages/test/harness.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
     exported = js(page, OPEN + "return await m.exportJsonl();", "bulk")
     records = [json.loads(line) for line in exported.splitlines()[1:]]

@@ -402,7 +402,7 @@ TAB = """async ([db, keyDb, use]) => {
 def tab(context, base_url, use="stored"):
     page = context.new_page()
     page.errors = watch_errors(page)
-    page.goto(f"{base_url}/web/test/harness.html")
+    page.goto(f"{base_url}/web/pages/test/harness.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
     return page, page.evaluate(TAB, ["tabs-enc", "app-keys", use])
 

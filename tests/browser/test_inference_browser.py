@@ -1,4 +1,4 @@
-"""onnxruntime-web in the worker (OrtWebRuntime + worker/ort-bridge.mjs) against onnxruntime
+"""onnxruntime-web in the worker (OrtWebRuntime + web/worker/ort-bridge.mjs) against onnxruntime
 in CPython: the same MiniLM vectors, the same raw model outputs, and model files read from
 Cache Storage on the second visit."""
 
@@ -113,7 +113,7 @@ def test_second_visit_reads_the_model_from_cache_storage(context, base_url):
     def visit():
         page = context.new_page()
         errors = watch_errors(page)
-        page.goto(f"{base_url}/web/test/harness.html")
+        page.goto(f"{base_url}/web/pages/test/harness.html")
         page.wait_for_function("document.body.dataset.loaded === '1'")
         result = js(page, EMBED, {"texts": ["cached model"]})
         keys = js(
@@ -149,7 +149,7 @@ def test_second_visit_reads_the_model_from_cache_storage(context, base_url):
 
 def test_a_stale_cached_model_is_downloaded_again(context, base_url):
     page = context.new_page()
-    page.goto(f"{base_url}/web/test/harness.html")
+    page.goto(f"{base_url}/web/pages/test/harness.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
     # A cached copy that is self-consistent but not what the manifest pins (an old build).
     js(
@@ -174,9 +174,9 @@ import json
 import js
 import numpy as np
 
-from pymemory.browser.pyodide import _tensor_js, _tensor_py
+from pymemory.browser.pyodide import tensor_from_js, tensor_to_js
 
-# What worker/ort-bridge.mjs does with a feed, and what it hands back for an output.
+# What web/worker/ort-bridge.mjs does with a feed, and what it hands back for an output.
 bridge = js.eval('''(t) => {
   const C = { int64: BigInt64Array, float32: Float32Array, bool: Uint8Array, int32: Int32Array,
               float64: Float64Array, uint8: Uint8Array }[t.type];
@@ -194,8 +194,8 @@ arrays = [
 ]
 out = []
 for arr in arrays:
-    back = bridge(_tensor_js("x", arr))
-    got = _tensor_py("x", back)
+    back = bridge(tensor_to_js("x", arr))
+    got = tensor_from_js("x", back)
     out.append([str(got.dtype) == str(arr.dtype), bool(np.array_equal(got, arr)),
                 str(back.data.constructor.name)])
 json.dumps(out)

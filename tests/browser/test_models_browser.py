@@ -147,7 +147,7 @@ def plain_harness(context):
     srv = server.start(isolate=False)
     page = context.new_page()
     page.errors = watch_errors(page)
-    page.goto(f"http://127.0.0.1:{srv.server_address[1]}/web/test/harness.html")
+    page.goto(f"http://127.0.0.1:{srv.server_address[1]}/web/pages/test/harness.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
     yield page
     srv.shutdown()

@@ -29,6 +29,7 @@ ESBUILD = "0.28.2"
 TYPESCRIPT = "5.9.3"
 TYPES_REACT = "18.3.32"
 README = pack.ROOT / "README.md"
+DOCS = pack.ROOT / "docs"  # docs/browser.md, docs/storage.md: their examples type-check
 
 APP_JSX = """
 import React, { useState } from "react";
@@ -111,9 +112,10 @@ README_PAGE = """<!doctype html><meta charset="utf-8"><title>README example</tit
 """
 
 
-def readme_block(heading: str, lang: str, index: int = 0) -> str:
-    """The ``index``-th fenced block of ``lang`` after README's ``heading`` (lang "" = any)."""
-    text = README.read_text()
+def readme_block(heading: str, lang: str, index: int = 0, page: Path = README) -> str:
+    """The ``index``-th fenced block of ``lang`` after ``heading`` in ``page`` (README.md or
+    a docs/ page; lang "" = any)."""
+    text = page.read_text()
     rest = text[text.index(heading + "\n") :]
     blocks = re.findall(r"^```(\w*)\n(.*?)^```$", rest, flags=re.MULTILINE | re.DOTALL)
     found = [body for kind, body in blocks if kind == lang or not lang]
@@ -165,7 +167,7 @@ def app(tmp_path_factory):
         f"typescript@{TYPESCRIPT}", f"@types/react@{TYPES_REACT}", cwd=root)  # fmt: skip
     (root / "src").mkdir()
     (root / "src" / "app.jsx").write_text(APP_JSX)
-    (root / "src" / "readme.js").write_text(readme_block("### JS client", "js"))
+    (root / "src" / "readme.js").write_text(readme_block("## Browser tour", "js"))
     for entry in ("app.jsx", "readme.js"):
         bundle(root, entry)
     (root / "index.html").write_text(PAGE)
@@ -225,8 +227,13 @@ def test_the_tarball_holds_the_library_and_nothing_of_the_demo_tests_or_benches(
     with tarfile.open(app["tarball"]) as tar:
         names = {n.removeprefix("package/") for n in tar.getnames()}
     web = {"agent-memory.mjs", "agent-memory.d.ts", "connection.mjs", "errors.mjs",
+           "leader.mjs", "options.mjs", "presets.mjs", "protocol.mjs", "worker-link.mjs",
            "react.mjs", "react.d.ts", "react-umd.mjs", "sw.mjs", "package.json", "README.md"}  # fmt: skip
-    workers = {f"worker/{p.name}" for p in (pack.ROOT / "worker").glob("*.mjs")}
+    workers = {
+        f"worker/{p.name}"
+        for p in (pack.ROOT / "web" / "worker").glob("*.mjs")
+        if not p.name.endswith(".test.mjs")  # the unit tests stay in the repository
+    }
     wheels = {n for n in names if n.startswith("wheels/")}
     assert names == web | workers | wheels
     assert {n.rsplit("/", 1)[1].split("-", 1)[0] for n in wheels} == {"manifest.json", "numpy", "pymemory_agent"}
@@ -277,7 +284,7 @@ def test_readme_js_example_prints_what_readme_shows(context, app):
     page.wait_for_function("window.done || window.failed")
     assert page.evaluate("window.failed ?? null") is None
     lines = "\n".join(page.evaluate("window.lines")).splitlines()
-    shown = readme_block("### JS client", "", index=1).splitlines()
+    shown = readme_block("## Browser tour", "", index=1).splitlines()
     date = re.compile(r"\d{4}-\d{2}-\d{2}")
     assert [date.sub("DATE", x) for x in lines] == [date.sub("DATE", x) for x in shown]
 
@@ -301,8 +308,10 @@ def test_readme_examples_and_the_declarations_type_check(app):
     root = app["root"]
     ts = root / "ts"
     ts.mkdir(exist_ok=True)
-    (ts / "client.ts").write_text(readme_block("### JS client", "js"))
-    (ts / "hook.tsx").write_text(readme_block("### React hook", "jsx"))
+    (ts / "client.ts").write_text(readme_block("## Browser tour", "js"))
+    (ts / "hook.tsx").write_text(readme_block("## React hook", "jsx", page=DOCS / "browser.md"))
+    storage = readme_block("## When storage runs out", "js", page=DOCS / "storage.md")
+    (ts / "persist.ts").write_text('import { createAgentMemory } from "pymemory";\n' + storage)
     (ts / "options.ts").write_text(TS_OPTIONS)
     (root / "tsconfig.json").write_text(json.dumps(TSCONFIG, indent=2))
     tsc = root / "node_modules" / ".bin" / "tsc"
@@ -318,7 +327,7 @@ def test_readme_examples_and_the_declarations_type_check(app):
     assert run.returncode != 0 and "wrong.ts" in run.stdout
 
 
-# The options and status fields README documents, as a TypeScript user writes them.
+# The options and status fields README and docs/browser.md document, as a TypeScript user writes them.
 TS_OPTIONS = """
 import { createAgentMemory, resolveAssets, MemoryError, type Status, type ErrorCode } from "pymemory";
 const memory = createAgentMemory({

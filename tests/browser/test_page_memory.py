@@ -52,16 +52,14 @@ def test_seed_inspect_reset_through_the_demo_page(context, base_url):
     assert errors == []
 
 
-# --- README's Playwright section, run as an app would run it --------------------------
+# --- docs/testing.md (Playwright), run as an app would run it ---------------------------
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+TESTING_PAGE = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
 
 
 def readme_playwright_example() -> tuple[str, list[str]]:
-    """The test file and the pytest command of README's Playwright section, verbatim."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("### Testing your app's memory with Playwright") :]
-    section = section[: section.index("\n## ")]
+    """The test file and the pytest command of docs/testing.md, verbatim."""
+    section = TESTING_PAGE.read_text(encoding="utf-8")
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     (command,) = re.findall(r"^pytest .*$", section, re.M)
     return code, shlex.split(command)
@@ -82,7 +80,7 @@ def test_readme_playwright_example_runs_through_the_plugin(base_url, tmp_path):
     assert command[0] == "pytest" and "--chromium-path" in command
     (tmp_path / "test_app.py").write_text(code, encoding="utf-8")
     args = [base_url if a == "http://127.0.0.1:8000" else a for a in command[1:]]
-    assert base_url in args, "README's command should point at the demo server on port 8000"
+    assert base_url in args, "the page's command should point at the demo server on port 8000"
 
     done = run_app_tests(tmp_path, args)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -71,7 +71,7 @@ def test_demo_add_query_feedback_forget(context, base_url):
 def test_debug_page_shows_every_candidate_and_why(context, base_url):
     page = context.new_page()
     errors = watch_errors(page)
-    page.goto(f"{base_url}/web/test/harness.html")
+    page.goto(f"{base_url}/web/pages/test/harness.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
     memory = PageMemory(page, db_name="debug-test")
     memory.seed([f"deploy note {i} about the staging server" for i in range(4)])
@@ -113,7 +113,7 @@ def _scores_add_up(page) -> int:
 def test_debug_page_scores_add_up_in_hybrid_and_recency_mode(context, base_url):
     page = context.new_page()
     errors = watch_errors(page)
-    page.goto(f"{base_url}/web/test/harness.html")
+    page.goto(f"{base_url}/web/pages/test/harness.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
     memory = PageMemory(page, db_name="debug-hybrid")
     memory.seed(["deploy note about the staging server", "the staging deploy failed at noon",

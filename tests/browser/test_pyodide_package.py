@@ -21,7 +21,7 @@ from pymemory import Memory
 from tools.app_site import WORKER_PAGE, serve_app, wheel_name
 from tools.assets import WHEELS
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+BROWSER_PAGE = Path(__file__).resolve().parents[2] / "docs" / "browser.md"
 
 PAGE = """<!doctype html>
 <meta charset="utf-8">
@@ -39,7 +39,7 @@ await micropip.install("${new URL("./WHEEL", location.href).href}")
 </script>
 """
 
-# Only Pyodide and micropip: README's snippet installs the wheel itself.
+# Only Pyodide and micropip: docs/browser.md's snippet installs the wheel itself.
 BARE_PAGE = """<!doctype html>
 <meta charset="utf-8">
 <title>my notebook, before pymemory</title>
@@ -214,11 +214,11 @@ def test_open_memory_rejects_bad_arguments_with_typed_errors(context, site):
 
 def test_readmes_pyodide_snippet_prints_what_readme_shows(context, site):
     base, wheel = site
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("### In your own Pyodide") :]
+    text = BROWSER_PAGE.read_text(encoding="utf-8")
+    section = text[text.index("## In your own Pyodide") :]
     code, shown = re.findall(r"```(?:python)?\n(.*?)```", section, re.S)[:2]
     url = "https://your.site/wheels/pymemory_agent-0.1.0-py3-none-any.whl"
-    assert url in code and url.endswith(wheel), "README names the wheel this build makes"
+    assert url in code and url.endswith(wheel), "docs/browser.md names the wheel this build makes"
     page = open_page(context, f"{base}/bare.html", [])
     printed: list[str] = []
     page.on("console", lambda msg: printed.append(msg.text))

@@ -93,7 +93,7 @@ def launch(playwright, profile, base_url):
     context.set_default_timeout(BOOT_TIMEOUT_MS)
     page = context.new_page()
     page.errors = watch_errors(page)
-    page.goto(f"{base_url}/web/test/harness.html")
+    page.goto(f"{base_url}/web/pages/test/harness.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
     page.evaluate(HELPERS)
     return context, page
@@ -337,7 +337,7 @@ PERSIST = """async ([db]) => {
 def test_persist_true_asks_the_browser_and_status_reports_the_answer(context, base_url):
     page = context.new_page()
     page.errors = watch_errors(page)
-    page.goto(f"{base_url}/web/test/harness.html")
+    page.goto(f"{base_url}/web/pages/test/harness.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
     storage = page.evaluate(PERSIST, ["persisting"])
     assert storage["persisted"] is False  # a fresh headless profile: best-effort storage

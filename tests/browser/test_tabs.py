@@ -22,7 +22,7 @@ OPEN = """async ([db]) => {
 def tab(context, base_url, db="shared"):
     page = context.new_page()
     page.errors = watch_errors(page)
-    page.goto(f"{base_url}/web/test/harness.html")
+    page.goto(f"{base_url}/web/pages/test/harness.html")
     page.wait_for_function("document.body.dataset.loaded === '1'")
     role = page.evaluate(OPEN, [db])
     return page, role
@@ -143,7 +143,7 @@ def test_leader_crashed_during_a_bulk_import(browser, base_url):
             pages = []
             for _ in range(3):
                 page = await ctx.new_page()
-                await page.goto(f"{base_url}/web/test/harness.html")
+                await page.goto(f"{base_url}/web/pages/test/harness.html")
                 await page.wait_for_function("document.body.dataset.loaded === '1'")
                 pages.append((page, await page.evaluate(OPEN, ["shared"])))
             (leader, r0), (importer, r1), (idle, r2) = pages

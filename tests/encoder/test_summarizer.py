@@ -187,7 +187,7 @@ async def test_add_latency_with_the_refiner_running_stays_close(refiner):
     try:
         with_refiner = await add_times(busy)
         # The model really was at work meanwhile: a refinement finished or is in flight.
-        assert mine.stats.calls >= 1 or busy._refine.current is not None
+        assert mine.stats.calls >= 1 or busy._work.refine.current is not None
     finally:
         await busy.close()
     ratio = statistics.median(with_refiner) / statistics.median(without)

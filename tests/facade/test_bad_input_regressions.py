@@ -16,7 +16,7 @@ from pymemory import (
     StrategyError,
     ValidationError,
 )
-from pymemory.browser.api import MAX_PARAMS_CHARS, RpcApi
+from pymemory.browser.rpc import MAX_PARAMS_CHARS, RpcApi
 from pymemory.encoder import RuleEncoder
 from pymemory.retrieval.strategies import compose, feedback_weight, fusion, time_window
 from pymemory.storage import MapKv

@@ -15,7 +15,7 @@ from pymemory.agent.assembler import MessageAssembler
 from pymemory.agent.checkpoint import InMemoryCheckpointer
 from pymemory.agent.memory_agent import MemoryAgent
 from pymemory.agent.structured import StructuredMemory
-from pymemory.browser.agent_wire import make_observer_model
+from pymemory.browser.rpc import make_observer_model
 from pymemory.encoder import RuleEncoder
 from pymemory.errors import PymemoryError, ValidationError, shown
 from pymemory.item import MAX_JSON_DEPTH, check_json
@@ -104,10 +104,10 @@ async def test_langgraph_checks_survive_any_value():
     pytest.importorskip("langgraph")
     from langgraph.store.base import InvalidNamespaceError
 
-    from pymemory.integrations.langgraph.checks import _check_namespace, _check_ttl_minutes
+    from pymemory.integrations.langgraph.checks import check_namespace, check_ttl_minutes
 
     for value in UNSHOWABLE:
         with pytest.raises(InvalidNamespaceError):
-            _check_namespace(("users", value))
+            check_namespace(("users", value))
     with pytest.raises(ValidationError, match="an int of about 5001 digits"):
-        _check_ttl_minutes(HUGE)
+        check_ttl_minutes(HUGE)

@@ -23,11 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymemory import Memory, PymemoryError
-from pymemory.browser.api import RpcApi
-from pymemory.browser.wire import item_js, retrieval_js
+from pymemory.browser.rpc import RpcApi, item_js, retrieval_js
 from pymemory.item import MEMORY_TYPES, ArchivedItem, MemoryItem
 from pymemory.memory import ImportResult
-from pymemory.retrieval.pipeline import Retrieval
+from pymemory.retrieval.results import Retrieval
 from pymemory.storage import MapKv
 
 CASES: Counter[str] = Counter()

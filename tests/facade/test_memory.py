@@ -21,7 +21,7 @@ from pymemory import (
     time_decay,
     time_window,
 )
-from pymemory.retrieval.pipeline import format_line
+from pymemory.retrieval.results import format_line
 from pymemory.retrieval.strategies import DECAY_BY_TYPE, FEEDBACK_LIKED
 from pymemory.storage import MapKv, SqliteKv
 

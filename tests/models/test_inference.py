@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from pymemory.browser.api import RpcApi
+from pymemory.browser.rpc import RpcApi
 from pymemory.errors import ValidationError
 from pymemory.models import MiniLmEmbedder, find_model_dir, load_minilm
 from pymemory.models.embedding import Embedder, EmbedderUnavailableError

@@ -208,7 +208,7 @@ def test_js_tiktoken_in_chromium_counts_like_tiktoken(tmp_path, fast, ranks_path
             (vendor / member).parent.mkdir(parents=True, exist_ok=True)
             (vendor / member).write_bytes(tar.extractfile(f"package/dist/{member}").read())
     (tmp_path / "worker").mkdir()
-    shutil.copy(ROOT / "worker" / "tiktoken.mjs", tmp_path / "worker" / "tiktoken.mjs")
+    shutil.copy(ROOT / "web" / "worker" / "tiktoken.mjs", tmp_path / "worker" / "tiktoken.mjs")
     (tmp_path / "test").mkdir()
     (tmp_path / "test" / "page.html").write_text(_CHECK_PAGE)
     (tmp_path / "test" / "check.mjs").write_text(_CHECK_WORKER)

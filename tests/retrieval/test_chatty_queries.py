@@ -10,7 +10,7 @@ from helpers import Clock
 from pymemory import Memory
 from pymemory.models.embedding import HashingEmbedder, reads
 from pymemory.retrieval.bm25 import Bm25Index
-from pymemory.retrieval.pipeline import ask_of, key_terms, query_mass
+from pymemory.retrieval.lexical import ask_of, key_terms, query_mass
 from pymemory.storage import MapKv
 
 ANNA = "Anna's phone number is 07700 900123."

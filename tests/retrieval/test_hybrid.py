@@ -272,7 +272,7 @@ async def test_writes_during_the_query_embedding_are_ranked_as_they_now_are(monk
     """BM25 is scored ahead, while the query embeds; a write landing before the embedding
     returns (here: a forget whose slot a new item reuses) makes the ranking use the store
     as it is then, never the forgotten item's scores under the new item's slot."""
-    import pymemory.memory as memory_module
+    import pymemory.retrieval.pipeline as memory_module
 
     scored = asyncio.Event()
 

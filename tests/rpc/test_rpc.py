@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pymemory.browser.api import RpcApi
+from pymemory.browser.rpc import RpcApi
 from pymemory.storage import MapKv
 
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from pymemory import CorruptValueError
-from pymemory.browser.api import RpcApi, Unlock
+from pymemory.browser.rpc import RpcApi, Unlock
 from pymemory.storage import MapKv
 from pymemory.storage.conformance import CHECKS, run_conformance
 from pymemory.storage.encrypted import KEYRING_KEY, AesGcmCipher, CpythonCrypto, EncryptedKv

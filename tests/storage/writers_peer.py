@@ -36,7 +36,7 @@ from pymemory.agent.memory_tool import (
 from pymemory.agent.observational import ObservationalMemory
 from pymemory.agent.structured import StructuredMemory
 from pymemory.item import ArchivedItem, MemoryItem
-from pymemory.retrieval.pipeline import Retrieval
+from pymemory.retrieval.results import Retrieval
 
 
 def jsonable(value: object) -> object:

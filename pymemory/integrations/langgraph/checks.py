@@ -30,14 +30,14 @@ OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
 TTL_CONFIG_KEYS = frozenset(
     {"refresh_on_read", "default_ttl", "omit_expired", "sweep_interval_minutes"}
 )
-_MISSING = object()
-_MINUTE_MS = 60_000
+MISSING = object()
+MINUTE_MS = 60_000
 
 
 # --- checks ------------------------------------------------------------------------------
 
 
-def _check_namespace(namespace: object, *, allow_empty: bool = True) -> tuple[str, ...]:
+def check_namespace(namespace: object, *, allow_empty: bool = True) -> tuple[str, ...]:
     """The namespace as a tuple; InvalidNamespaceError (LangGraph's) if a label is bad."""
     if isinstance(namespace, str) or not isinstance(namespace, (tuple, list)):
         raise InvalidNamespaceError(
@@ -64,7 +64,8 @@ def _check_namespace(namespace: object, *, allow_empty: bool = True) -> tuple[st
     return labels
 
 
-def _check_key(key: object) -> str:
+def check_item_key(key: object) -> str:
+    """``key`` if it is a string without NUL or lone surrogates."""
     if not isinstance(key, str):
         raise ValidationError(f"an item key must be a string, got {type(key).__name__}")
     if "\x00" in key:
@@ -76,12 +77,14 @@ def _check_key(key: object) -> str:
     return key
 
 
-def _ns_text(namespace: tuple[str, ...]) -> str:
+def namespace_text(namespace: tuple[str, ...]) -> str:
+    """The namespace as its key text: each label followed by a dot."""
     return "".join(label + "." for label in namespace)
 
 
-def _suffix(namespace: tuple[str, ...], key: str) -> str:
-    suffix = _ns_text(namespace) + "." + key
+def item_suffix(namespace: tuple[str, ...], key: str) -> str:
+    """What follows the item prefix in an item's key; ValidationError if too long."""
+    suffix = namespace_text(namespace) + "." + key
     if len(ITEM_PREFIX) + len(suffix) > MAX_KEY_CHARS:
         raise ValidationError(
             f"namespace and key are {len(suffix)} characters together; the limit is "
@@ -90,7 +93,8 @@ def _suffix(namespace: tuple[str, ...], key: str) -> str:
     return suffix
 
 
-def _parse_item_key(kv_key: str) -> tuple[tuple[str, ...], str]:
+def parse_item_key(kv_key: str) -> tuple[tuple[str, ...], str]:
+    """(namespace, key) of an item's KV key."""
     rest = kv_key[len(ITEM_PREFIX) :]
     cut = rest.find("..")
     if cut < 0:
@@ -98,31 +102,33 @@ def _parse_item_key(kv_key: str) -> tuple[tuple[str, ...], str]:
     return tuple(rest[:cut].split(".")), rest[cut + 2 :]
 
 
-def _check_int(value: object, name: str, *, low: int) -> int:
+def check_int(value: object, name: str, *, low: int) -> int:
+    """``value`` if it is an int (not a bool) of at least ``low``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ValidationError(f"{name} must be an int >= {low}, got {shown(value)}")
     return value
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
     """Compact JSON that keeps the caller's key order (a value comes back as it went in)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _check_value(value: object) -> dict[str, Any]:
+def check_value(value: object) -> dict[str, Any]:
     """The value as it will be stored and returned (a JSON round trip)."""
     if not isinstance(value, Mapping):
         raise ValidationError(f"a value must be a mapping (dict), got {type(value).__name__}")
     value = dict(value)
     check_json(value, "value", max_depth=MAX_JSON_DEPTH)
-    text = _json_text(value)
+    text = json_text(value)
     size = len(text.encode("utf-8"))
     if size > MAX_VALUE_BYTES:
         raise ValidationError(f"the value is {size} bytes as JSON, over {MAX_VALUE_BYTES}")
     return loads(text)
 
 
-def _check_paths(paths: object, name: str) -> list[str]:
+def check_paths(paths: object, name: str) -> list[str]:
+    """``paths`` (an index= list) if every entry is a field path LangGraph can parse."""
     if isinstance(paths, str) or not isinstance(paths, (list, tuple)):
         raise ValidationError(f"{name} must be a list of field paths, got {shown(paths)}")
     out = []
@@ -138,7 +144,8 @@ def _check_paths(paths: object, name: str) -> list[str]:
     return out
 
 
-def _check_ttl_minutes(ttl: object) -> float | None:
+def check_ttl_minutes(ttl: object) -> float | None:
+    """A TTL (minutes or a timedelta) as float minutes; None for none."""
     if ttl is None:
         return None
     if isinstance(ttl, timedelta):
@@ -154,7 +161,8 @@ def _check_ttl_minutes(ttl: object) -> float | None:
     return float(ttl)
 
 
-def _check_filter(flt: object) -> dict[str, Any] | None:
+def check_filter(flt: object) -> dict[str, Any] | None:
+    """A copy of ``filter=`` if it is JSON whose operators are supported; None for none."""
     if flt is None:
         return None
     if not isinstance(flt, Mapping):

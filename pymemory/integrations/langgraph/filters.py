@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .checks import (
-    _MISSING,
+    MISSING,
 )
 
 # --- filters -----------------------------------------------------------------------------
@@ -18,7 +18,7 @@ def _lookup(value: Mapping[str, Any], key: str) -> Any:
     node: Any = value
     for part in key.split("."):
         if not isinstance(node, Mapping) or part not in node:
-            return _MISSING
+            return MISSING
         node = node[part]
     return node
 
@@ -42,9 +42,9 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 def _compare(actual: Any, op: str, target: Any) -> bool:
     if op == "$eq":
-        return actual is not _MISSING and _json_equal(actual, target)
+        return actual is not MISSING and _json_equal(actual, target)
     if op == "$ne":
-        return actual is _MISSING or not _json_equal(actual, target)
+        return actual is MISSING or not _json_equal(actual, target)
     comparable = (_is_number(actual) and _is_number(target)) or (
         isinstance(actual, str) and isinstance(target, str)
     )
@@ -65,21 +65,24 @@ def _condition_holds(actual: Any, cond: Any) -> bool:
             return all(_compare(actual, op, target) for op, target in cond.items())
         if not isinstance(actual, Mapping):
             return False
-        return all(_condition_holds(actual.get(k, _MISSING), v) for k, v in cond.items())
+        return all(_condition_holds(actual.get(k, MISSING), v) for k, v in cond.items())
     if isinstance(cond, (list, tuple)):
         return (
             isinstance(actual, list)
             and len(actual) == len(cond)
             and all(_condition_holds(a, c) for a, c in zip(actual, cond, strict=True))
         )
-    return actual is not _MISSING and _json_equal(actual, cond)
+    return actual is not MISSING and _json_equal(actual, cond)
 
 
-def _matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
+def value_matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
+    """Whether a value satisfies every condition of ``flt`` (no filter: always)."""
     return not flt or all(_condition_holds(_lookup(value, k), c) for k, c in flt.items())
 
 
-def _namespace_matches(namespace: tuple[str, ...], match_type: str, path: tuple[str, ...]) -> bool:
+def namespace_matches(namespace: tuple[str, ...], match_type: str, path: tuple[str, ...]) -> bool:
+    """Whether ``namespace`` starts (``"prefix"``) or ends (``"suffix"``) with ``path``
+    (``*`` matches any label)."""
     if len(namespace) < len(path):
         return False
     part = (

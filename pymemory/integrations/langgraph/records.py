@@ -16,14 +16,16 @@ from ...errors import PymemoryError, SchemaError, ValidationError
 from ...item import MAX_JSON_DEPTH, loads
 from ...retrieval.vectors_kv import decode_vector, encode_vector
 from .checks import (
-    _json_text,
+    json_text,
 )
 
 # --- records -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class _Record:
+class Record:
+    """One stored item: its value, times, creation sequence, TTL and what of it is indexed."""
+
     value: dict[str, Any]
     created_at: int
     updated_at: int
@@ -36,7 +38,7 @@ class _Record:
         return self.expires_at is not None and self.expires_at <= now
 
     def encode(self) -> bytes:
-        return _json_text(
+        return json_text(
             {
                 "value": self.value,
                 "created_at": self.created_at,
@@ -49,7 +51,7 @@ class _Record:
         ).encode("utf-8")
 
     @classmethod
-    def decode(cls, raw: bytes, where: str) -> _Record:
+    def decode(cls, raw: bytes, where: str) -> Record:
         try:
             data = loads(raw, max_depth=MAX_JSON_DEPTH + 1)  # the value sits one deeper
             if not isinstance(data, dict) or not isinstance(data.get("value"), dict):
@@ -64,29 +66,32 @@ class _Record:
             ) from None
 
 
-def _when(ms: int) -> datetime:
+def as_datetime(ms: int) -> datetime:
+    """Epoch milliseconds as an aware UTC datetime."""
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-def _search_item(
-    namespace: tuple[str, ...], key: str, rec: _Record, score: float | None
+def search_item(
+    namespace: tuple[str, ...], key: str, rec: Record, score: float | None
 ) -> SearchItem:
+    """The SearchItem LangGraph returns for a record."""
     return SearchItem(
         namespace=namespace,
         key=key,
         value=rec.value,
-        created_at=_when(rec.created_at),
-        updated_at=_when(rec.updated_at),
+        created_at=as_datetime(rec.created_at),
+        updated_at=as_datetime(rec.updated_at),
         score=score,
     )
 
 
-def _encode_vectors(model: str, rows: np.ndarray) -> bytes:
+def encode_vectors(model: str, rows: np.ndarray) -> bytes:
+    """An item's embeddings as a vector record: a JSON header line, then the float32 rows."""
     head = json.dumps({"model": model, "rows": int(rows.shape[0])}).encode()
     return head + b"\n" + b"".join(encode_vector(row, 1.0, "float32") for row in rows)
 
 
-def _decode_vectors(raw: bytes, model: str, dim: int) -> np.ndarray | None:
+def decode_vectors(raw: bytes, model: str, dim: int) -> np.ndarray | None:
     """The unit rows of an item's vector record, or None if another model made them."""
     head, _, body = raw.partition(b"\n")
     try:

@@ -33,32 +33,32 @@ from ...retrieval.strategies import FUSION_DENSE, FUSION_LEXICAL, FUSION_POWER
 from ...storage.base import KvBackend, Writes, iter_prefix
 from ...storage.schema import ensure_schema
 from .checks import (
-    _MINUTE_MS,
     ITEM_PREFIX,
+    MINUTE_MS,
     SEQ_KEY,
     TTL_CONFIG_KEYS,
     VECTOR_PREFIX,
-    _check_filter,
-    _check_int,
-    _check_key,
-    _check_namespace,
-    _check_paths,
-    _check_ttl_minutes,
-    _check_value,
-    _ns_text,
-    _parse_item_key,
-    _suffix,
+    check_filter,
+    check_int,
+    check_item_key,
+    check_namespace,
+    check_paths,
+    check_ttl_minutes,
+    check_value,
+    item_suffix,
+    namespace_text,
+    parse_item_key,
 )
 from .filters import (
-    _matches,
-    _namespace_matches,
+    namespace_matches,
+    value_matches,
 )
 from .records import (
-    _decode_vectors,
-    _encode_vectors,
-    _Record,
-    _search_item,
-    _when,
+    Record,
+    as_datetime,
+    decode_vectors,
+    encode_vectors,
+    search_item,
 )
 
 # --- the batch plan ----------------------------------------------------------------------
@@ -123,7 +123,7 @@ class PymemoryStore(BaseStore):
             raise ValidationError("clock must be a callable returning epoch milliseconds")
         self.kv = kv
         self.embedder = embedder
-        self.fields = _check_paths(["$"] if fields is None else fields, "fields")
+        self.fields = check_paths(["$"] if fields is None else fields, "fields")
         self.ttl_config = self._check_ttl_config(ttl)
         self._clock = clock
         self._schema_ok = False
@@ -144,10 +144,10 @@ class PymemoryStore(BaseStore):
             raise ValidationError(
                 "pymemory never returns expired items: omit_expired may only be True"
             )
-        default = _check_ttl_minutes(ttl.get("default_ttl"))
+        default = check_ttl_minutes(ttl.get("default_ttl"))
         sweep = ttl.get("sweep_interval_minutes")
         if sweep is not None:
-            _check_int(sweep, "ttl['sweep_interval_minutes']", low=1)
+            check_int(sweep, "ttl['sweep_interval_minutes']", low=1)
         config: dict[str, Any] = dict(ttl)
         if "default_ttl" in config:
             config["default_ttl"] = default
@@ -209,23 +209,23 @@ class PymemoryStore(BaseStore):
 
     def _check_op(self, op: object, puts: dict[str, _Put]) -> None:
         if isinstance(op, GetOp):
-            _suffix(_check_namespace(op.namespace), _check_key(op.key))
+            item_suffix(check_namespace(op.namespace), check_item_key(op.key))
         elif isinstance(op, PutOp):
-            ns = _check_namespace(op.namespace, allow_empty=False)
-            key = _check_key(op.key)
-            value = None if op.value is None else _check_value(op.value)
+            ns = check_namespace(op.namespace, allow_empty=False)
+            key = check_item_key(op.key)
+            value = None if op.value is None else check_value(op.value)
             index = op.index
             if index is not None and index is not False:
-                index = _check_paths(index, "index")
-            ttl = _check_ttl_minutes(op.ttl)
-            suffix = _suffix(ns, key)
+                index = check_paths(index, "index")
+            ttl = check_ttl_minutes(op.ttl)
+            suffix = item_suffix(ns, key)
             puts.pop(suffix, None)  # the last put of a key wins, as in LangGraph's stores
             puts[suffix] = _Put(ns, key, suffix, value, index, ttl)
         elif isinstance(op, SearchOp):
-            _check_namespace(op.namespace_prefix)
-            _check_filter(op.filter)
-            _check_int(op.limit, "limit", low=0)
-            _check_int(op.offset, "offset", low=0)
+            check_namespace(op.namespace_prefix)
+            check_filter(op.filter)
+            check_int(op.limit, "limit", low=0)
+            check_int(op.offset, "offset", low=0)
             if op.query is not None and not isinstance(op.query, str):
                 raise ValidationError(f"query must be a string or None, got {shown(op.query)}")
         elif isinstance(op, ListNamespacesOp):
@@ -234,11 +234,11 @@ class PymemoryStore(BaseStore):
                     raise ValidationError(
                         f"match_type must be 'prefix' or 'suffix', got {shown(cond)}"
                     )
-                _check_namespace(cond.path)
+                check_namespace(cond.path)
             if op.max_depth is not None:
-                _check_int(op.max_depth, "max_depth", low=1)
-            _check_int(op.limit, "limit", low=0)
-            _check_int(op.offset, "offset", low=0)
+                check_int(op.max_depth, "max_depth", low=1)
+            check_int(op.limit, "limit", low=0)
+            check_int(op.offset, "offset", low=0)
         else:
             raise ValidationError(f"Unknown operation type: {type(op).__name__}")
 
@@ -253,12 +253,12 @@ class PymemoryStore(BaseStore):
     async def _get_all(
         self, gets: list[tuple[int, GetOp]], results: list[Result], now: int, touched: _Touched
     ) -> None:
-        keys = [ITEM_PREFIX + _suffix(tuple(op.namespace), op.key) for _, op in gets]
+        keys = [ITEM_PREFIX + item_suffix(tuple(op.namespace), op.key) for _, op in gets]
         raws = await self.kv.get_many(keys)
         for (i, op), key, raw in zip(gets, keys, raws, strict=True):
             if raw is None:
                 continue
-            rec = _Record.decode(raw, key)
+            rec = Record.decode(raw, key)
             if rec.expired(now):
                 touched.expired[key] = None
                 continue
@@ -268,19 +268,19 @@ class PymemoryStore(BaseStore):
                 value=rec.value,
                 key=op.key,
                 namespace=tuple(op.namespace),
-                created_at=_when(rec.created_at),
-                updated_at=_when(rec.updated_at),
+                created_at=as_datetime(rec.created_at),
+                updated_at=as_datetime(rec.updated_at),
             )
 
     async def _search(self, op: SearchOp, now: int, touched: _Touched) -> list[SearchItem]:
-        flt = _check_filter(op.filter)
-        prefix = ITEM_PREFIX + _ns_text(tuple(op.namespace_prefix))
-        rows: list[tuple[str, _Record]] = []
+        flt = check_filter(op.filter)
+        prefix = ITEM_PREFIX + namespace_text(tuple(op.namespace_prefix))
+        rows: list[tuple[str, Record]] = []
         async for key, raw in iter_prefix(self.kv, prefix):
-            rec = _Record.decode(raw, key)
+            rec = Record.decode(raw, key)
             if rec.expired(now):
                 touched.expired[key] = None
-            elif _matches(rec.value, flt):
+            elif value_matches(rec.value, flt):
                 rows.append((key, rec))
         scores: list[float | None] = [None] * len(rows)
         if op.query:
@@ -297,11 +297,11 @@ class PymemoryStore(BaseStore):
             key, rec = rows[i]
             if op.refresh_ttl and rec.ttl is not None:
                 touched.refresh[key] = None
-            namespace, item_key = _parse_item_key(key)
-            out.append(_search_item(namespace, item_key, rec, scores[i]))
+            namespace, item_key = parse_item_key(key)
+            out.append(search_item(namespace, item_key, rec, scores[i]))
         return out
 
-    def _texts(self, rec: _Record | _Put) -> list[str] | None:
+    def _texts(self, rec: Record | _Put) -> list[str] | None:
         """The item's indexed texts (None: put with ``index=False``)."""
         if rec.index is False or rec.value is None:
             return None
@@ -311,7 +311,7 @@ class PymemoryStore(BaseStore):
             texts.extend(t for t in get_text_at_path(rec.value, path) if t)
         return texts
 
-    async def _rank(self, query: str, rows: list[tuple[str, _Record]]) -> list[float | None]:
+    async def _rank(self, query: str, rows: list[tuple[str, Record]]) -> list[float | None]:
         """Relevance of each row to ``query``: lexical share, plus the dense part when an
         embedder is attached; None for rows with nothing indexed."""
         texts = [self._texts(rec) for _, rec in rows]
@@ -350,7 +350,7 @@ class PymemoryStore(BaseStore):
         vector_keys = [VECTOR_PREFIX + k[len(ITEM_PREFIX) :] for k in item_keys]
         raws = await self.kv.get_many(vector_keys)
         for pos, raw in enumerate(raws):
-            rows = None if raw is None else _decode_vectors(raw, embedder.name, embedder.dim)
+            rows = None if raw is None else decode_vectors(raw, embedder.name, embedder.dim)
             if rows is not None:
                 out[pos] = float(np.max(rows @ q))  # an item is as close as its closest text
         return out
@@ -359,11 +359,11 @@ class PymemoryStore(BaseStore):
         conditions = [(c.match_type, tuple(c.path)) for c in op.match_conditions or ()]
         found: set[tuple[str, ...]] = set()
         async for key, raw in iter_prefix(self.kv, ITEM_PREFIX):
-            namespace, _ = _parse_item_key(key)
-            if namespace in found or _Record.decode(raw, key).expired(now):
+            namespace, _ = parse_item_key(key)
+            if namespace in found or Record.decode(raw, key).expired(now):
                 continue
             found.add(namespace)
-        names = [ns for ns in found if all(_namespace_matches(ns, t, p) for t, p in conditions)]
+        names = [ns for ns in found if all(namespace_matches(ns, t, p) for t, p in conditions)]
         if op.max_depth is not None:
             names = list({ns[: op.max_depth] for ns in names})
         names.sort()
@@ -389,7 +389,7 @@ class PymemoryStore(BaseStore):
             for key, put in by_key.items():
                 vector_key = VECTOR_PREFIX + put.suffix
                 raw = current[key]
-                old = None if raw is None else _Record.decode(raw, key)
+                old = None if raw is None else Record.decode(raw, key)
                 if old is not None and old.expired(now):
                     old = None
                 if put.value is None:
@@ -397,13 +397,13 @@ class PymemoryStore(BaseStore):
                     continue
                 if old is None:
                     seq += 1
-                rec = _Record(
+                rec = Record(
                     value=put.value,
                     created_at=now if old is None else old.created_at,
                     updated_at=now,
                     seq=seq if old is None else old.seq,
                     ttl=put.ttl,
-                    expires_at=None if put.ttl is None else now + round(put.ttl * _MINUTE_MS),
+                    expires_at=None if put.ttl is None else now + round(put.ttl * MINUTE_MS),
                     index=put.index,
                 )
                 writes.append((key, rec.encode()))
@@ -413,13 +413,13 @@ class PymemoryStore(BaseStore):
                     deletes.append(vector_key)
             for key in refresh:
                 raw = current[key]
-                rec = None if raw is None else _Record.decode(raw, key)
+                rec = None if raw is None else Record.decode(raw, key)
                 if rec is not None and not rec.expired(now) and rec.ttl is not None:
-                    expires = now + round(rec.ttl * _MINUTE_MS)
+                    expires = now + round(rec.ttl * MINUTE_MS)
                     writes.append((key, replace(rec, expires_at=expires).encode()))
             for key in expired:
                 raw = current[key]
-                if raw is not None and _Record.decode(raw, key).expired(now):
+                if raw is not None and Record.decode(raw, key).expired(now):
                     deletes += [key, VECTOR_PREFIX + key[len(ITEM_PREFIX) :]]
             if seq != start:
                 writes.append((SEQ_KEY, dumps({"seq": seq}).encode()))
@@ -441,7 +441,7 @@ class PymemoryStore(BaseStore):
             return
         vectors = check_embeddings(await embedder.embed(texts), len(texts), embedder.dim)
         for put, start, end in spans:
-            put.vectors = _encode_vectors(embedder.name, vectors[start:end])
+            put.vectors = encode_vectors(embedder.name, vectors[start:end])
 
     # --- TTL ----------------------------------------------------------------------------
 
@@ -455,7 +455,7 @@ class PymemoryStore(BaseStore):
         doomed = [
             key
             async for key, raw in iter_prefix(self.kv, ITEM_PREFIX)
-            if _Record.decode(raw, key).expired(now)
+            if Record.decode(raw, key).expired(now)
         ]
         removed = 0
         for start in range(0, len(doomed), 500):
@@ -465,7 +465,7 @@ class PymemoryStore(BaseStore):
                 gone = [
                     k
                     for k, raw in zip(chunk, values, strict=True)
-                    if raw is not None and _Record.decode(raw, k).expired(now)
+                    if raw is not None and Record.decode(raw, k).expired(now)
                 ]
                 vectors = [VECTOR_PREFIX + k[len(ITEM_PREFIX) :] for k in gone]
                 return Writes(deletes=gone + vectors, result=len(gone))

@@ -31,7 +31,18 @@ WRAP_AAD = b"pymemory-data-key"
 KEYRING_KEY = "meta:enc"
 ROTATION_KEY = "meta:enc:rotation"
 HIDDEN_KEYS = frozenset({KEYRING_KEY, ROTATION_KEY})
-CLEAR_KEYS = frozenset({"meta:seq"})
+SYNC_PREFIX = "sync:"
+
+
+class _ClearKeys(frozenset):
+    """``meta:seq`` and the replicator's ``sync:`` records (clocks, digests of sealed
+    values, revisions, checkpoints: no content; pymemory/sync/) are stored as is."""
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(key) or (isinstance(key, str) and key.startswith(SYNC_PREFIX))
+
+
+CLEAR_KEYS = _ClearKeys({"meta:seq"})
 
 PBKDF2 = "pbkdf2-hmac-sha256"
 DEFAULT_ITERATIONS = 600_000
@@ -185,7 +196,7 @@ class AesGcmCipher:
         """One fixed data key (for ``EncryptedKv(inner, cipher)``: no key record, no
         key check, no rotation; :meth:`EncryptedKv.open` is the usual way)."""
         crypto = crypto or CpythonCrypto()
-        return cls({key_id: await crypto.import_key(_check_raw_key(raw))}, key_id)
+        return cls({key_id: await crypto.import_key(check_raw_key(raw))}, key_id)
 
     @property
     def key_ids(self) -> frozenset[int]:
@@ -273,7 +284,8 @@ def _tag_error(key_name: str) -> CorruptValueError:
     )
 
 
-def _check_raw_key(raw: object) -> bytes:
+def check_raw_key(raw: object) -> bytes:
+    """``raw`` as bytes if it is a raw AES-256 key (``KEY_BYTES`` long)."""
     if not isinstance(raw, (bytes, bytearray, memoryview)) or len(raw) != KEY_BYTES:
         raise ValidationError(f"key must be {KEY_BYTES} bytes (AES-256)")
     return bytes(raw)

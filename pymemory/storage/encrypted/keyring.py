@@ -1,4 +1,4 @@
-"""The key record (``meta:enc``): wrapped data keys, the KDF, rotation progress, secrets."""
+"""The key record (``meta:enc``): wrapped data keys, the KDF, and the secrets that unlock it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import logging
 import os
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,19 +23,17 @@ from .cipher import (
     HEADER,
     KEY_BYTES,
     KEYRING_KEY,
-    MAX_ATTEMPTS,
     MAX_ITERATIONS,
     MIN_ITERATIONS,
     NONCE_BYTES,
     PBKDF2,
-    ROTATION_KEY,
     SALT_BYTES,
     TAG_BYTES,
     WRAP_AAD,
     AeadKey,
     Crypto,
     TagMismatch,
-    _check_raw_key,
+    check_raw_key,
 )
 
 log = logging.getLogger("pymemory")
@@ -44,7 +42,7 @@ log = logging.getLogger("pymemory")
 
 
 @dataclass(frozen=True)
-class _Ring:
+class Ring:
     """The parsed ``meta:enc`` and the bytes it was parsed from."""
 
     raw: bytes
@@ -66,7 +64,8 @@ def _unb64(text: object, what: str) -> bytes:
         raise CorruptValueError(f"{KEYRING_KEY}: {what} is not base64 text") from None
 
 
-def _encode_ring(kdf: dict[str, Any] | None, wrapped: Mapping[int, bytes], write_id: int) -> bytes:
+def encode_ring(kdf: dict[str, Any] | None, wrapped: Mapping[int, bytes], write_id: int) -> bytes:
+    """The key record's bytes: canonical JSON of the KDF, the wrapped keys, the write id."""
     record = {
         "format": FORMAT,
         "cipher": "aes-256-gcm",
@@ -77,7 +76,8 @@ def _encode_ring(kdf: dict[str, Any] | None, wrapped: Mapping[int, bytes], write
     return json.dumps(record, separators=(",", ":"), sort_keys=True).encode()
 
 
-def _parse_ring(raw: bytes) -> _Ring:
+def parse_ring(raw: bytes) -> Ring:
+    """:class:`Ring` from the stored record; CorruptValueError or SchemaError if unreadable."""
     try:
         record = json.loads(raw)
     except ValueError:
@@ -119,56 +119,29 @@ def _parse_ring(raw: bytes) -> _Ring:
     write_id = record.get("write")
     if isinstance(write_id, bool) or not isinstance(write_id, int) or write_id not in wrapped:
         raise CorruptValueError(f"{KEYRING_KEY}: the write key is not among the data keys")
-    return _Ring(bytes(raw), kdf, wrapped, write_id)
+    return Ring(bytes(raw), kdf, wrapped, write_id)
 
 
 def _wrap_aad(key_id: int) -> bytes:
     return WRAP_AAD + HEADER.pack(FORMAT, key_id)
 
 
-async def _wrap(kek: AeadKey, key_id: int, raw: bytes) -> bytes:
+async def wrap_data_key(kek: AeadKey, key_id: int, raw: bytes) -> bytes:
+    """The raw data key ``key_id`` sealed under ``kek``: nonce + ciphertext + tag."""
     nonce = os.urandom(NONCE_BYTES)
     return nonce + await kek.encrypt(nonce, raw, _wrap_aad(key_id))
 
 
-async def _unwrap_raw(kek: AeadKey, key_id: int, blob: bytes) -> bytes:
+async def unwrap_data_key(kek: AeadKey, key_id: int, blob: bytes) -> bytes:
     """The raw data key; TagMismatch if ``kek`` is not the key that wrapped it."""
     return await kek.decrypt(blob[:NONCE_BYTES], blob[NONCE_BYTES:], _wrap_aad(key_id))
-
-
-@dataclass(frozen=True)
-class _Progress:
-    raw: bytes
-    source: tuple[int, ...] | None  # data key ids being retired; None: plaintext
-    after: str | None
-
-
-def _encode_progress(source: Sequence[int] | None, after: str | None) -> bytes:
-    record = {"from": "plain" if source is None else sorted(source), "after": after}
-    return json.dumps(record, separators=(",", ":"), sort_keys=True).encode()
-
-
-def _parse_progress(raw: bytes) -> _Progress:
-    try:
-        record = json.loads(raw)
-        source, after = record["from"], record["after"]
-    except (ValueError, KeyError, TypeError):
-        raise CorruptValueError(f"{ROTATION_KEY} is damaged") from None
-    if after is not None and not isinstance(after, str):
-        raise CorruptValueError(f"{ROTATION_KEY}: bad cursor")
-    if source == "plain":
-        return _Progress(bytes(raw), None, after)
-    if not isinstance(source, list) or not all(
-        isinstance(i, int) and not isinstance(i, bool) for i in source
-    ):
-        raise CorruptValueError(f"{ROTATION_KEY}: bad key ids")
-    return _Progress(bytes(raw), tuple(source), after)
 
 
 # --- secrets ---------------------------------------------------------------------------
 
 
-def _passphrase_bytes(passphrase: object) -> bytes:
+def passphrase_bytes(passphrase: object) -> bytes:
+    """The passphrase as the KDF takes it: NFC-normalised UTF-8."""
     if not isinstance(passphrase, str) or not passphrase:
         raise ValidationError("passphrase must be a non-empty str")
     try:
@@ -177,7 +150,8 @@ def _passphrase_bytes(passphrase: object) -> bytes:
         raise ValidationError("passphrase must not contain lone surrogates") from None
 
 
-def _check_iterations(iterations: object) -> int:
+def check_iterations(iterations: object) -> int:
+    """``iterations`` (the PBKDF2 count) if it is an int in the accepted range."""
     if (
         isinstance(iterations, bool)
         or not isinstance(iterations, int)
@@ -188,25 +162,28 @@ def _check_iterations(iterations: object) -> int:
 
 
 @dataclass(frozen=True)
-class _Secret:
+class Secret:
+    """What unlocks a store: passphrase bytes, or a raw key / key handle."""
+
     passphrase: bytes | None = None
     key: bytes | AeadKey | None = None
 
 
-def _secret(passphrase: object, key: object) -> _Secret:
+def secret_of(passphrase: object, key: object) -> Secret:
+    """The one secret given (a passphrase or a key), checked."""
     if (passphrase is None) == (key is None):
         raise ValidationError("pass exactly one of passphrase= or key=")
     if passphrase is not None:
-        return _Secret(passphrase=_passphrase_bytes(passphrase))
+        return Secret(passphrase=passphrase_bytes(passphrase))
     if isinstance(key, (bytes, bytearray, memoryview)):
-        return _Secret(key=_check_raw_key(key))
+        return Secret(key=check_raw_key(key))
     if isinstance(key, AeadKey):
-        return _Secret(key=key)
+        return Secret(key=key)
     raise ValidationError(f"key must be {KEY_BYTES} bytes or an AeadKey handle")
 
 
-async def _new_kek(
-    crypto: Crypto, secret: _Secret, iterations: int
+async def fresh_kek(
+    crypto: Crypto, secret: Secret, iterations: int
 ) -> tuple[AeadKey, dict[str, Any] | None]:
     """A fresh KEK for ``secret`` and the kdf record to store (a new salt)."""
     if secret.passphrase is not None:
@@ -216,12 +193,12 @@ async def _new_kek(
     return await _key_handle(crypto, secret), None
 
 
-async def _key_handle(crypto: Crypto, secret: _Secret) -> AeadKey:
+async def _key_handle(crypto: Crypto, secret: Secret) -> AeadKey:
     key = secret.key
     return await crypto.import_key(key) if isinstance(key, bytes) else key  # type: ignore[return-value]
 
 
-async def _kek_for(crypto: Crypto, ring: _Ring, secret: _Secret) -> AeadKey:
+async def kek_for(crypto: Crypto, ring: Ring, secret: Secret) -> AeadKey:
     """The KEK ``secret`` gives under the store's recorded parameters."""
     if ring.kdf is None:
         if secret.passphrase is not None:
@@ -233,27 +210,12 @@ async def _kek_for(crypto: Crypto, ring: _Ring, secret: _Secret) -> AeadKey:
     return await crypto.derive_key(secret.passphrase, salt, ring.kdf["iterations"])
 
 
-async def _unwrap_all(crypto: Crypto, kek: AeadKey, ring: _Ring, what: str) -> dict[int, bytes]:
+async def unwrap_data_keys(crypto: Crypto, kek: AeadKey, ring: Ring, what: str) -> dict[int, bytes]:
+    """Every raw data key of ``ring``; WrongKeyError(``what``) if ``kek`` does not open them."""
     raws = {}
     for key_id, blob in ring.wrapped.items():
         try:
-            raws[key_id] = await _unwrap_raw(kek, key_id, blob)
+            raws[key_id] = await unwrap_data_key(kek, key_id, blob)
         except TagMismatch:
             raise WrongKeyError(what) from None
     return raws
-
-
-_PLAIN_DATA = (
-    "this store already holds unencrypted data: open it with migrate=True to encrypt it "
-    "in place (stop other writers first), or export it and import into a new store"
-)
-_CONTENDED = (
-    f"gave up after {MAX_ATTEMPTS} attempts: other writers kept changing what this "
-    "EncryptedKv read; nothing was written by it, retry later"
-)
-
-
-def _check_batch(batch_size: object) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValidationError("batch_size must be an int >= 1")
-    return batch_size

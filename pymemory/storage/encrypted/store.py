@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import (
-    CorruptValueError,
     SchemaError,
     StoreClosedError,
     ValidationError,
@@ -44,30 +42,38 @@ from .cipher import (
     Crypto,
     TagMismatch,
     UnknownKeyError,
-    sealed_key_id,
 )
 from .keyring import (
-    _CONTENDED,
-    _PLAIN_DATA,
-    _check_batch,
-    _check_iterations,
-    _encode_progress,
-    _encode_ring,
-    _kek_for,
-    _new_kek,
-    _parse_progress,
-    _parse_ring,
-    _passphrase_bytes,
-    _Progress,
-    _Ring,
-    _Secret,
-    _secret,
-    _unwrap_all,
-    _unwrap_raw,
-    _wrap,
+    Ring,
+    Secret,
+    check_iterations,
+    encode_ring,
+    fresh_kek,
+    kek_for,
+    parse_ring,
+    passphrase_bytes,
+    secret_of,
+    unwrap_data_key,
+    unwrap_data_keys,
+    wrap_data_key,
+)
+from .rotation import (
+    Progress,
+    check_batch_size,
+    encode_progress,
+    parse_progress,
+    reseal_page,
+    retire_old_keys,
 )
 
-log = logging.getLogger("pymemory")
+_PLAIN_DATA = (
+    "this store already holds unencrypted data: open it with migrate=True to encrypt it "
+    "in place (stop other writers first), or export it and import into a new store"
+)
+_CONTENDED = (
+    f"gave up after {MAX_ATTEMPTS} attempts: other writers kept changing what this "
+    "EncryptedKv read; nothing was written by it, retry later"
+)
 
 
 async def _backoff(attempt: int) -> None:
@@ -118,7 +124,7 @@ class EncryptedKv:
         self.batch_size = ROTATION_BATCH
         self._crypto: Crypto | None = None
         self._kek: AeadKey | None = None
-        self._ring: _Ring | None = None
+        self._ring: Ring | None = None
         self._keys: dict[int, AeadKey] = {}
         self._lock = asyncio.Lock()
         self._closed = False
@@ -148,21 +154,23 @@ class EncryptedKv:
         ``crypto``: the runtime's primitives (default: CPython's)."""
         if not isinstance(migrate, bool):
             raise ValidationError("migrate must be a bool")
-        secret = _secret(passphrase, key)
-        iterations = _check_iterations(iterations)
-        batch_size = _check_batch(batch_size)
+        secret = secret_of(passphrase, key)
+        iterations = check_iterations(iterations)
+        batch_size = check_batch_size(batch_size)
         crypto = crypto or CpythonCrypto()
         raw = await inner.get(KEYRING_KEY)
         ours: tuple[AeadKey, bytes] | None = None
         if raw is None:
             raw, ours = await cls._create(inner, crypto, secret, iterations, migrate)
-        ring = _parse_ring(raw)
+        ring = parse_ring(raw)
         if ours is not None:  # the record this call wrote: no second derivation
             kek, raws = ours[0], {ring.write_id: ours[1]}
         else:
-            kek = await _kek_for(crypto, ring, secret)
+            kek = await kek_for(crypto, ring, secret)
             what = "wrong passphrase" if secret.passphrase is not None else "wrong key"
-            raws = await _unwrap_all(crypto, kek, ring, f"{what}: this store's key check failed")
+            raws = await unwrap_data_keys(
+                crypto, kek, ring, f"{what}: this store's key check failed"
+            )
         keys = {i: await crypto.import_key(raws[i]) for i in ring.wrapped}
         kv = cls(inner, AesGcmCipher(keys, ring.write_id))
         kv.batch_size = batch_size
@@ -172,15 +180,15 @@ class EncryptedKv:
 
     @staticmethod
     async def _create(
-        inner: KvBackend, crypto: Crypto, secret: _Secret, iterations: int, migrate: bool
+        inner: KvBackend, crypto: Crypto, secret: Secret, iterations: int, migrate: bool
     ) -> tuple[bytes, tuple[AeadKey, bytes] | None]:
         """Write a key record unless another writer did first: (the record, and (KEK,
         data key) if it is the one written here)."""
         if not migrate and await inner.scan("", limit=1):
             raise SchemaError(_PLAIN_DATA)
-        kek, kdf = await _new_kek(crypto, secret, iterations)
+        kek, kdf = await fresh_kek(crypto, secret, iterations)
         data_key = os.urandom(KEY_BYTES)
-        record = _encode_ring(kdf, {1: await _wrap(kek, 1, data_key)}, 1)
+        record = encode_ring(kdf, {1: await wrap_data_key(kek, 1, data_key)}, 1)
 
         def create(values: list[bytes | None], listed: list[list[str]]) -> Writes:
             if values[0] is not None:
@@ -189,7 +197,7 @@ class EncryptedKv:
                 return Writes([(KEYRING_KEY, record)], result=record)
             if not migrate:
                 return Writes(result=None)
-            puts = [(KEYRING_KEY, record), (ROTATION_KEY, _encode_progress(None, None))]
+            puts = [(KEYRING_KEY, record), (ROTATION_KEY, encode_progress(None, None))]
             return Writes(puts, result=record)
 
         raw = await inner.transact([KEYRING_KEY], create, list_prefixes=[""])
@@ -197,7 +205,7 @@ class EncryptedKv:
             raise SchemaError(_PLAIN_DATA)
         return raw, (kek, data_key) if raw == record else None
 
-    async def _adopt(self, ring: _Ring, raws: Mapping[int, bytes]) -> None:
+    async def _adopt(self, ring: Ring, raws: Mapping[int, bytes]) -> None:
         """Take ``ring`` as current, with handles for the raw data keys given (ids
         already held keep their handle)."""
         assert self._crypto is not None
@@ -221,13 +229,13 @@ class EncryptedKv:
         if raw is None:
             raise WrongKeyError(f"{KEYRING_KEY} is gone: the store was replaced; reopen it")
         assert isinstance(raw, bytes)
-        ring = _parse_ring(raw)
+        ring = parse_ring(raw)
         raws = {}
         for key_id, blob in ring.wrapped.items():
             if key_id in self._keys:
                 continue
             try:
-                raws[key_id] = await _unwrap_raw(self._kek, key_id, blob)
+                raws[key_id] = await unwrap_data_key(self._kek, key_id, blob)
             except TagMismatch:
                 raise WrongKeyError(
                     "another instance changed this store's key; reopen it with the new "
@@ -419,7 +427,7 @@ class EncryptedKv:
 
     # --- keys ----------------------------------------------------------------------------
 
-    def _need_ring(self) -> tuple[_Ring, Crypto, AeadKey]:
+    def _need_ring(self) -> tuple[Ring, Crypto, AeadKey]:
         self._check_open()
         if self._ring is None or self._crypto is None or self._kek is None:
             raise ValidationError("open the store with EncryptedKv.open to manage its keys")
@@ -433,20 +441,20 @@ class EncryptedKv:
         ring, crypto, _ = self._need_ring()
         if ring.kdf is None:
             raise ValidationError("this store is locked with a raw key; use rotate(key=...)")
-        old_secret, new_secret = _Secret(_passphrase_bytes(old)), _Secret(_passphrase_bytes(new))
+        old_secret, new_secret = Secret(passphrase_bytes(old)), Secret(passphrase_bytes(new))
         for attempt in range(MAX_ATTEMPTS):
             await self._reload()
             ring = self._ring
             assert ring is not None and ring.kdf is not None
-            count = ring.kdf["iterations"] if iterations is None else _check_iterations(iterations)
-            old_kek = await _kek_for(crypto, ring, old_secret)
-            raws = await _unwrap_all(crypto, old_kek, ring, "the old passphrase is wrong")
-            kek, kdf = await _new_kek(crypto, new_secret, count)
-            wrapped = {i: await _wrap(kek, i, raw) for i, raw in raws.items()}
-            record = _encode_ring(kdf, wrapped, ring.write_id)
+            count = ring.kdf["iterations"] if iterations is None else check_iterations(iterations)
+            old_kek = await kek_for(crypto, ring, old_secret)
+            raws = await unwrap_data_keys(crypto, old_kek, ring, "the old passphrase is wrong")
+            kek, kdf = await fresh_kek(crypto, new_secret, count)
+            wrapped = {i: await wrap_data_key(kek, i, raw) for i, raw in raws.items()}
+            record = encode_ring(kdf, wrapped, ring.write_id)
             if await self._swap_ring(ring.raw, record):
                 self._kek = kek
-                await self._adopt(_parse_ring(record), {})
+                await self._adopt(parse_ring(record), {})
                 return
             await _backoff(attempt)
         raise ContentionError(_CONTENDED)
@@ -476,29 +484,29 @@ class EncryptedKv:
         finished by the next ``open`` or ``rotate``. Returns the values re-encrypted."""
         ring, crypto, kek = self._need_ring()
         if batch_size is not None:
-            self.batch_size = _check_batch(batch_size)
-        new_secret = None if key is None and passphrase is None else _secret(passphrase, key)
+            self.batch_size = check_batch_size(batch_size)
+        new_secret = None if key is None and passphrase is None else secret_of(passphrase, key)
         moved = await self._finish_rotation()
         for attempt in range(MAX_ATTEMPTS):
             ring = self._ring
             assert ring is not None
-            raws = await _unwrap_all(
+            raws = await unwrap_data_keys(
                 crypto, kek, ring, "this instance's key no longer opens the store"
             )
             new_kek, kdf = kek, ring.kdf
             if new_secret is not None:
-                count = DEFAULT_ITERATIONS if iterations is None else _check_iterations(iterations)
+                count = DEFAULT_ITERATIONS if iterations is None else check_iterations(iterations)
                 if ring.kdf is not None and iterations is None:
                     count = ring.kdf["iterations"]
-                new_kek, kdf = await _new_kek(crypto, new_secret, count)
+                new_kek, kdf = await fresh_kek(crypto, new_secret, count)
             new_id = max(ring.wrapped) + 1
             raws[new_id] = os.urandom(KEY_BYTES)
-            wrapped = {i: await _wrap(new_kek, i, raw) for i, raw in raws.items()}
-            record = _encode_ring(kdf, wrapped, new_id)
-            progress = (ROTATION_KEY, _encode_progress(sorted(ring.wrapped), None))
+            wrapped = {i: await wrap_data_key(new_kek, i, raw) for i, raw in raws.items()}
+            record = encode_ring(kdf, wrapped, new_id)
+            progress = (ROTATION_KEY, encode_progress(sorted(ring.wrapped), None))
             if await self._swap_ring(ring.raw, record, progress):
                 self._kek = kek = new_kek
-                await self._adopt(_parse_ring(record), raws)
+                await self._adopt(parse_ring(record), raws)
                 return moved + await self._finish_rotation()
             await self._reload()
             moved += await self._finish_rotation()
@@ -512,15 +520,15 @@ class EncryptedKv:
             raw_progress = await self.inner.get(ROTATION_KEY)
             if raw_progress is None:
                 return moved
-            progress = _parse_progress(raw_progress)
+            progress = parse_progress(raw_progress)
             await self._reload()
             ring = self._ring
             assert ring is not None
             page = await self.inner.scan("", start_after=progress.after, limit=self.batch_size)
             if page:
-                step = await self._rotation_step(ring, progress, page)
+                step = await reseal_page(self.inner, self.cipher, ring, progress, page)
             else:
-                step = await self._rotation_end(ring, progress)
+                step = await self._retire_old_keys(ring, progress)
             if step is None:
                 conflicts += 1
                 if conflicts >= MAX_ATTEMPTS:
@@ -530,50 +538,13 @@ class EncryptedKv:
             conflicts = 0
             moved += step
 
-    async def _rotation_step(
-        self, ring: _Ring, progress: _Progress, page: list[tuple[str, bytes]]
-    ) -> int | None:
-        """Re-seal one page in one transaction with the cursor; None if it raced."""
-        keys, raws, puts = [], [], []
-        for key, raw in page:
-            if key in HIDDEN_KEYS or key in CLEAR_KEYS:
-                continue
-            if progress.source is None:
-                plaintext = raw
-            else:
-                if sealed_key_id(raw) not in progress.source:
-                    continue  # already under the new key
-                try:
-                    plaintext = await self.cipher.open(key, raw)
-                except CorruptValueError as exc:  # stays unreadable, as it already was
-                    log.warning("rotation left a damaged value as it was: %s", exc)
-                    continue
-            keys.append(key)
-            raws.append(raw)
-            puts.append((key, await self.cipher.seal(key, plaintext)))
-        puts.append((ROTATION_KEY, _encode_progress(progress.source, page[-1][0])))
-
-        def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
-            if values[0] != ring.raw or values[1] != progress.raw or values[2:] != raws:
-                return Writes(result=None)
-            return Writes(puts, result=len(keys))
-
-        return await self.inner.transact([KEYRING_KEY, ROTATION_KEY, *keys], write)
-
-    async def _rotation_end(self, ring: _Ring, progress: _Progress) -> int | None:
-        """Retire the old data keys and the progress record; None if it raced."""
-        retired = set(progress.source or ())
-        kept = {i: w for i, w in ring.wrapped.items() if i not in retired}
-        record = _encode_ring(ring.kdf, kept, ring.write_id)
-
-        def end(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
-            if values[0] != ring.raw or values[1] != progress.raw:
-                return Writes(result=False)
-            return Writes([(KEYRING_KEY, record)], [ROTATION_KEY], result=True)
-
-        if not await self.inner.transact([KEYRING_KEY, ROTATION_KEY], end):
+    async def _retire_old_keys(self, ring: Ring, progress: Progress) -> int | None:
+        """End a rotation: retire the old data keys and the progress record, then purge
+        the inner store; None if it raced."""
+        record = await retire_old_keys(self.inner, ring, progress)
+        if record is None:
             return None
-        await self._adopt(_parse_ring(record), {})
+        await self._adopt(parse_ring(record), {})
         await self.inner.purge()  # the old ciphertexts (or plaintexts) out of the files
         return 0
 

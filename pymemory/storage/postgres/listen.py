@@ -1,0 +1,106 @@
+"""One connection per database that LISTENs for its namespaces' change notifications.
+
+PostgresKv sends ``pg_notify(channel(namespace), seq)`` inside every transaction that
+commits through the change log (it writes ``meta:seq``); PostgreSQL delivers it when, and
+only if, that transaction commits. The :class:`Listener` runs one task on one dedicated
+autocommit connection: it LISTENs to the channels someone watches and calls their
+callbacks. After (re)connecting, and after LISTENing to a new channel, it calls that
+channel's callbacks once, because a commit may have slipped by while nobody listened:
+a callback means "look at the change log now", never "this exact change happened".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+log = logging.getLogger("pymemory")
+
+Callback = Callable[[], None]
+
+
+class Listener:
+    def __init__(self, conninfo: str, *, connect_timeout_s: float, poll_s: float = 0.2) -> None:
+        self._conninfo = conninfo
+        self._connect_timeout_s = connect_timeout_s
+        self._poll_s = poll_s  # how soon a newly watched channel is LISTENed to
+        self._callbacks: dict[str, list[Callback]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def add(self, channel: str, callback: Callback) -> Callable[[], None]:
+        """Call ``callback`` after commits on ``channel``; returns its remover."""
+        self._callbacks.setdefault(channel, []).append(callback)
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._run())
+
+        def remove() -> None:
+            found = self._callbacks.get(channel, [])
+            with contextlib.suppress(ValueError):
+                found.remove(callback)
+            if not found:
+                self._callbacks.pop(channel, None)
+
+        return remove
+
+    def _fire(self, channels: set[str]) -> None:
+        for name in channels:
+            for callback in list(self._callbacks.get(name, ())):
+                try:
+                    callback()
+                except Exception:
+                    log.exception("a change-notification callback failed")
+
+    async def _run(self) -> None:
+        import psycopg
+
+        delay = 0.1
+        while not self._closed:  # idles on its connection once nobody watches
+            try:
+                conn = await psycopg.AsyncConnection.connect(
+                    self._conninfo, autocommit=True, connect_timeout=self._connect_timeout_s
+                )
+            except (psycopg.Error, OSError) as exc:
+                log.warning("change notifications: cannot connect (%s); retrying", exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            delay = 0.1
+            try:
+                await self._serve(conn)
+            except (psycopg.Error, OSError) as exc:
+                log.warning("change notifications: connection lost (%s); reconnecting", exc)
+            finally:
+                with contextlib.suppress(Exception):
+                    await conn.close()
+
+    async def _serve(self, conn: AsyncConnection[Any]) -> None:
+        listening: set[str] = set()
+        while not self._closed:
+            wanted = set(self._callbacks)
+            new = wanted - listening
+            for name in sorted(new):
+                await conn.execute(f'LISTEN "{name}"')
+            for name in sorted(listening - wanted):
+                await conn.execute(f'UNLISTEN "{name}"')
+            listening = wanted
+            self._fire(new)  # what committed before the LISTEN took effect
+            async with contextlib.aclosing(conn.notifies(timeout=self._poll_s)) as notes:
+                async for note in notes:
+                    self._fire({note.channel})
+                    if set(self._callbacks) != listening:
+                        break
+
+    async def close(self) -> None:
+        self._closed = True
+        self._callbacks.clear()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
