@@ -7,6 +7,7 @@
     python3 build.py pack     the npm package: dist/pymemory-<version>.tgz (and the wheel)
     python3 build.py bench    run the benchmark scripts
     python3 build.py postgres --port N   a throwaway local PostgreSQL; prints its DSN
+    python3 build.py sync-server --port N   pouchdb-server (CouchDB protocol) on loopback
 
 Uses only the standard library, so it runs on a fresh machine with plain python3.
 """
@@ -61,6 +62,13 @@ def setup(skip_models: bool = False) -> None:
             models.build_models(str(PY))
         except models.ModelBuildError as exc:
             sys.exit(f"error: {exc}")
+    step("the sync tests' server (pouchdb-server, pinned in tools/sync_server)")
+    from tools.sync_server import SyncServerError, install
+
+    try:
+        install()
+    except SyncServerError as exc:
+        sys.exit(f"error: {exc}")
     step("building the pymemory wheel for the browser")
     assets.build_wheel(str(PY))
 
@@ -154,6 +162,26 @@ def cmd_postgres(args: argparse.Namespace) -> None:
         server.stop() if args.dir else server.remove()
 
 
+def cmd_sync_server(args: argparse.Namespace) -> None:
+    """The pinned pouchdb-server, in memory, on 127.0.0.1 (tools/sync_server)."""
+    from tools.sync_server import SyncServer, SyncServerError
+
+    try:
+        server = SyncServer().start(args.port)
+    except SyncServerError as exc:
+        sys.exit(f"error: {exc}")
+    step("pouchdb-server (in memory; Ctrl-C stops it)")
+    print(f"URL: {server.url}  (a database: {server.url}/<name>)", flush=True)
+    try:
+        while server.proc is not None and server.proc.poll() is None:
+            time.sleep(1)
+        sys.exit("error: pouchdb-server exited")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -172,6 +200,9 @@ def main() -> None:
     p.add_argument("--port", type=int, default=5433, help="TCP port on 127.0.0.1")
     p.add_argument("--dir", help="keep the data in this folder (default: temporary)")
     p.set_defaults(fn=cmd_postgres)
+    p = sub.add_parser("sync-server", help="run pouchdb-server on loopback; prints its URL")
+    p.add_argument("--port", type=int, default=5984, help="TCP port on 127.0.0.1")
+    p.set_defaults(fn=cmd_sync_server)
     p = sub.add_parser("bench", help="run benchmarks/bench_*.py")
     p.set_defaults(fn=cmd_bench)
     # Unknown arguments go through to pytest (test) or the benchmark scripts (bench).

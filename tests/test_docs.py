@@ -55,6 +55,7 @@ RUN: dict[tuple[str, str, int], str] = {
     ("docs/testing.md", "# Testing your app's memory with Playwright", 2): "tests/browser/test_page_memory.py::test_readme_playwright_example_runs_through_the_plugin",
     ("docs/retrieval.md", "## Evaluating retrieval", 0): "tests/test_package.py::test_readme_eval_matches_from_the_installed_wheel",
     ("docs/cli.md", "# Command line", 0): f"{HERE}::test_cli_transcript_prints_what_the_page_shows",
+    ("docs/sync.md", "## One round", 0): "tests/sync/test_sync_docs.py::test_the_sync_example_prints_what_the_page_shows",
     ("docs/storage.md", "## When storage runs out", 0): f"{HERE}::test_storage_room_is_what_the_page_shows",
     # the Python examples run below (EXAMPLES), each with the block of output after it
     ("docs/python-api.md", "## Behaviour worth knowing", 0): PY_RUN,
