@@ -14,6 +14,14 @@ of them before the timing starts (each timed add then queues its own embedding o
 background) and SmolLM2 has ``--backlog`` new messages to refine. Every timing starts
 after one untimed retrieve (the query side's session). Each configuration runs in a fresh
 browser context. Needs ``python3 build.py setup``.
+
+Issue 29 (background inference gives way to calls): the busy rows also report the
+background's model steps per second (generated tokens and embedding batches, from the call
+gate's counts in ``stats().background``) while the timed calls run and in a quiet window
+of the same length right after, and the gate's counts (steps that waited for a call, and
+``overlapped``: steps whose bounded wait ran out). The idle row times the query embedding
+alone (the ``embed`` diagnostic, one query at a time), so a busy retrieve can be compared
+with the query's own embedding time measured in the same run.
 """
 
 from __future__ import annotations
@@ -54,6 +62,15 @@ RUN = """async ([text, adds, queries, backlog, mode, options]) => {
     busy = conn.call("busy", "modelsIdle", {});
   }
   await m.retrieve("warm up the query side");
+  const embed = [];
+  if (mode === "idle") {                          // the query embedding alone
+    for (const q of queries) {
+      const t = performance.now();
+      await conn.call("busy", "embed", { texts: [q] });
+      embed.push(performance.now() - t);
+    }
+  }
+  const gate0 = (await m.stats()).background, loop0 = performance.now();
   const add = [], retrieve = [];
   for (let i = 0; i < adds.length; i++) {
     let t0 = performance.now();
@@ -64,14 +81,24 @@ RUN = """async ([text, adds, queries, backlog, mode, options]) => {
     retrieve.push(performance.now() - t0);
     if (mode !== "off" && r.mode !== "hybrid") throw new Error("not hybrid: " + r.mode);
   }
+  const gate1 = (await m.stats()).background, loopMs = performance.now() - loop0;
+  let gate2 = null;
+  if (busy) {                                     // a quiet window as long as the calls took
+    await new Promise((r) => setTimeout(r, loopMs));
+    gate2 = (await m.stats()).background;
+  }
   const stillBusy = busy
     ? await Promise.race([busy.then(() => false), Promise.resolve(true)])
     : false;
+  const perS = (a, b) => (b.steps - a.steps) / loopMs * 1000;
+  const background = gate2 && { withCalls: perS(gate0, gate1), quiet: perS(gate1, gate2),
+                                waited: gate1.waited - gate0.waited,
+                                overlapped: gate1.overlapped - gate0.overlapped };
   const inWorker = mode !== "off" && options.modelWorker !== false;
   const stats = inWorker ? await conn.link.request({ op: "modelStats" }) : null;
   const queues = stats && { background: stats.background?.queue, urgent: stats.urgent?.queue };
   const wasmThreads = stats && stats.background?.wasmThreads;
-  return { add, retrieve, stillBusy, queues, settleMs, wasmThreads,
+  return { add, retrieve, embed, background, stillBusy, queues, settleMs, wasmThreads,
            isolated: globalThis.crossOriginIsolated === true };
 }"""
 
@@ -109,6 +136,8 @@ def report(out: dict, args: argparse.Namespace) -> str:
         "| WASM threads | models still busy at the end |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
+    gate_rows = []
+    embed_p50 = pct(idle["embed"], 50) if idle and idle.get("embed") else float("nan")
     for name, _mode, _options in CONFIGS:
         if name not in out:
             continue
@@ -118,6 +147,26 @@ def report(out: dict, args: argparse.Namespace) -> str:
             f"| {ratios(r, off, idle, 'add')} | {ratios(r, off, idle, 'retrieve')} "
             f"| {r['wasmThreads'] or '-'} | {'yes' if r['stillBusy'] else 'no'} |"
         )
+        if r.get("background"):
+            b = r["background"]
+            gate_rows.append(
+                f"| {name} | {b['withCalls']:.1f} | {b['quiet']:.1f} | {b['waited']} "
+                f"| {b['overlapped']} | {pct(r['retrieve'], 50) - embed_p50:.1f} |"
+            )
+    if idle and idle.get("embed"):
+        lines += [
+            "",
+            f"Query embedding alone (idle row, `embed` of one query): p50 {embed_p50:.1f} ms, "
+            f"p95 {pct(idle['embed'], 95):.1f} ms. Background while the calls ran vs a quiet "
+            "window of the same length (model steps/s: tokens + embedding batches), the "
+            "call gate's counts during the calls, and busy retrieve p50 minus the query "
+            "embedding p50:",
+            "",
+            "| configuration | steps/s with calls | steps/s quiet | steps that waited "
+            "| overlapped | retrieve p50 - embed p50 (ms) |",
+            "|---|---:|---:|---:|---:|---:|",
+            *gate_rows,
+        ]
     return "\n".join(lines)
 
 
