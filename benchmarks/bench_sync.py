@@ -8,7 +8,8 @@ Usage (from the repository root)::
 Device A (SQLite file) adds ``--size`` memories and pushes them; device B (an empty
 SQLite file) then pulls everything (timed: "first sync"). A then updates ``--changes``
 memories and syncs; B syncs (timed: "incremental"). Bytes are request and response
-bodies on the wire, as the replicator counts them. CPython only.
+bodies on the wire, as the replicator counts them. CPython only (the browser side:
+bench_sync_browser.py).
 """
 
 from __future__ import annotations

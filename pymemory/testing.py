@@ -46,13 +46,18 @@ from typing import Any
 CHROMIUM_ENV = "PYMEMORY_CHROMIUM"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
-_CALL = """async ([dbName, method, args, timeoutMs]) => {
+_CALL = """async ([dbName, method, args, timeoutMs, options]) => {
   const started = Date.now();
   while (!globalThis.__pymemory) {
     if (Date.now() - started >= timeoutMs) return { ok: false, noClient: true };
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  const client = globalThis.__pymemory.open(dbName);
+  let client;
+  try {
+    client = globalThis.__pymemory.open(dbName, options);
+  } catch (e) {
+    return { ok: false, error: { code: e.code ?? "internal", message: String(e.message ?? e) } };
+  }
   let timer;
   const expired = new Promise((resolve) => {
     timer = setTimeout(() => resolve({ ok: false, timeout: true, status: client.status ?? null }),
@@ -88,18 +93,32 @@ class PageMemory:
     gives up after ``timeout_ms`` (default 60 s, enough for a cold Pyodide boot) with a
     ``PageMemoryError`` that says what the worker was doing."""
 
-    def __init__(self, page: Any, db_name: str = "pymemory", *, timeout_ms: float = 60_000):
+    def __init__(
+        self,
+        page: Any,
+        db_name: str = "pymemory",
+        *,
+        timeout_ms: float = 60_000,
+        options: dict[str, Any] | None = None,
+    ):
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)):
             raise TypeError("timeout_ms must be a number of milliseconds")
         if timeout_ms <= 0:
             raise ValueError("timeout_ms must be > 0")
+        if options is not None and not isinstance(options, dict):
+            raise TypeError("options must be a dict of createAgentMemory options")
         self.page = page
         self.db_name = db_name
         self.timeout_ms = timeout_ms
+        # createAgentMemory's options (camelCase, e.g. {"assetsUrl": "/pymemory/"}). Left
+        # out, the page's own client's connection options are used: PageMemory attaches to
+        # the app's worker and reports its failure rather than starting one of its own.
+        self.options = dict(options or {})
 
     def _call(self, method: str, *args: Any) -> Any:
         answer = self.page.evaluate(
-            _CALL, [self.db_name, method, json.loads(json.dumps(args)), self.timeout_ms]
+            _CALL,
+            [self.db_name, method, json.loads(json.dumps(args)), self.timeout_ms, self.options],
         )
         seconds = f"{self.timeout_ms / 1000:g} s"
         if answer.get("noClient"):

@@ -2,6 +2,7 @@ import asyncio
 
 import pytest
 from helpers import Clock
+from sync_hub import hub, hub_root  # noqa: F401  (the sync hub's fixtures)
 
 from pymemory import Memory
 from pymemory.models import find_model_dir, load_minilm

@@ -48,6 +48,8 @@ RUN: dict[tuple[str, str, int], str] = {
     ("README.md", "## Browser tour", 0): "tests/browser/test_npm_package.py::test_readme_js_example_prints_what_readme_shows",
     ("README.md", "## Browser tour", 1): "tests/browser/test_npm_package.py::test_readme_js_example_prints_what_readme_shows",
     ("docs/browser.md", "## React hook", 0): "tests/browser/test_npm_package.py::test_readme_examples_and_the_declarations_type_check",
+    ("docs/bundlers.md", "## Vite", 0): "tests/browser/test_bundlers.py::test_vite_dev_server_with_the_default_asset_urls",
+    ("docs/bundlers.md", "## webpack 5 and Next.js", 0): "tests/browser/test_bundlers.py::test_webpack_production_build",
     ("docs/storage.md", "## When storage runs out", 1): "tests/browser/test_npm_package.py::test_readme_examples_and_the_declarations_type_check",
     ("docs/browser.md", "## In your own Pyodide (PyScript, JupyterLite, a page's own worker)", 0): "tests/browser/test_pyodide_package.py::test_readmes_pyodide_snippet_prints_what_readme_shows",
     ("docs/browser.md", "## In your own Pyodide (PyScript, JupyterLite, a page's own worker)", 1): "tests/browser/test_pyodide_package.py::test_readmes_pyodide_snippet_prints_what_readme_shows",
@@ -56,6 +58,7 @@ RUN: dict[tuple[str, str, int], str] = {
     ("docs/retrieval.md", "## Evaluating retrieval", 0): "tests/test_package.py::test_readme_eval_matches_from_the_installed_wheel",
     ("docs/cli.md", "# Command line", 0): f"{HERE}::test_cli_transcript_prints_what_the_page_shows",
     ("docs/sync.md", "## One round", 0): "tests/sync/test_sync_docs.py::test_the_sync_example_prints_what_the_page_shows",
+    ("docs/sync.md", "## In the browser", 0): "tests/browser/test_sync_browser.py::test_the_browser_sync_example_prints_what_docs_sync_md_shows",
     ("docs/storage.md", "## When storage runs out", 0): f"{HERE}::test_storage_room_is_what_the_page_shows",
     # the Python examples run below (EXAMPLES), each with the block of output after it
     ("docs/python-api.md", "## Behaviour worth knowing", 0): PY_RUN,

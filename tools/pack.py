@@ -3,21 +3,29 @@
 The package is ``web/`` as it is in the repository (the files its package.json lists: the
 client and its modules, the React hook, their type declarations, ``worker/``: the worker
 and its bridges; never ``pages/`` or the ``*.test.mjs`` unit tests) plus ``wheels/`` (the
-pymemory wheel and Pyodide's numpy wheel, with their manifest). Pyodide, onnxruntime-web
-and js-tiktoken are npm dependencies, not copies; the models are not in it (``pymemory
-models fetch`` or ``build.py setup`` builds them, and the app serves them at
-``modelsUrl``). Everything is built from the cache that ``build.py setup`` fills; nothing
-here downloads.
+pymemory wheel and Pyodide's numpy wheel, with their manifest, and the o200k_base
+ranks). Pyodide, onnxruntime-web and js-tiktoken are npm dependencies, not copies; the
+models are not in it (``pymemory models fetch`` or ``build.py setup`` builds them, and the
+app serves them at ``modelsUrl``). Everything is built from the cache that ``build.py
+setup`` fills; nothing here downloads.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
 from pathlib import Path
 
 from .assets import WHEELS, AssetError
+from .tokenizer_assets import O200K_TIKTOKEN_SHA256
+
+RANKS_NAME = "o200k_base.tiktoken"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 ROOT = Path(__file__).resolve().parent.parent
 DIST = ROOT / "dist"
@@ -56,7 +64,20 @@ def stage() -> Path:
         if key not in wheels:
             raise AssetError(f"{WHEELS / 'manifest.json'} names no {key} wheel: run build.py setup")
         shutil.copy2(WHEELS / wheels[key], STAGE / "wheels" / wheels[key])
-    shutil.copy2(WHEELS / "manifest.json", STAGE / "wheels" / "manifest.json")
+    # The o200k_base ranks as data (tiktoken's own file, the wheel's copy), named with their
+    # sha256 in the manifest: the worker fetches and checks these bytes, which no bundler
+    # or dev server rewrites (js-tiktoken's ranks are a JS module, which they do).
+    ranks = ROOT / "pymemory" / "models" / "tokenizers" / RANKS_NAME
+    if not ranks.is_file() or _sha256(ranks) != O200K_TIKTOKEN_SHA256:
+        raise AssetError(
+            f"{ranks} is missing or not the pinned o200k_base ranks: run build.py setup"
+        )
+    shutil.copy2(ranks, STAGE / "wheels" / RANKS_NAME)
+    wheels.update(o200k_base=RANKS_NAME, o200k_base_sha256=O200K_TIKTOKEN_SHA256)
+    (STAGE / "wheels" / "manifest.json").write_text(json.dumps(wheels, indent=2))
+    bins = manifest.get("bin", {})
+    for script in bins.values():
+        (STAGE / script).chmod(0o755)
     shutil.copy2(WEB / "README.npm.md", STAGE / "README.md")
     (STAGE / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return STAGE

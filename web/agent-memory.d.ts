@@ -299,6 +299,47 @@ export interface Status {
   snapshot?: "restored" | "absent" | "corrupt" | "stale" | "refused" | "off";
   /** making the snapshot, a while after a first visit's `ready`: "saving" | "saved" | "failed: <why>" */
   snapshotSave?: string;
+  /** the sync rounds this page's clients ran (the `sync` option, `sync()`); background
+   * rounds of `live` show in `stats().sync` */
+  sync?: SyncStatus;
+}
+
+export interface SyncStatus {
+  dbName: string;
+  state: "syncing" | "idle" | "error";
+  /** the last round that succeeded, and when (epoch ms) */
+  last?: SyncResult;
+  atMs?: number;
+  error?: { code: ErrorCode; message: string } | null;
+}
+
+/** What one sync round did (docs/sync.md). */
+export interface SyncResult {
+  /** records sent to the hub, received from it (own echoes not counted) */
+  pushed: number;
+  pulled: number;
+  /** concurrent edits decided (the loser kept in the item's history) */
+  conflicts: number;
+  /** the hub's feed position after the round (opaque) */
+  checkpoint: unknown;
+  /** request and response bodies on the wire */
+  bytesSent: number;
+  bytesReceived: number;
+  requests: number;
+  seconds: number;
+  /** the round at `ready` failed (the store opened anyway) */
+  error?: { code: ErrorCode; message: string };
+}
+
+export interface SyncOptions {
+  /** the CouchDB database of this user and store: http(s)://host/<database>; the hub
+   * must allow this page's origin (CORS) */
+  url: string;
+  /** null, an Authorization value ("Bearer <jwt>") or HTTP basic credentials */
+  auth?: string | { username: string; password: string } | null;
+  /** keep syncing in the background (every 5 s, backing off while the hub fails), in
+   * the worker of the tab that runs the store; default false */
+  live?: boolean;
 }
 
 export interface StorageStatus {
@@ -326,6 +367,10 @@ export interface Stats {
   unreadableRecords: number;
   schemaVersion: number;
   tokenCounter: string;
+  /** background inference (the embedder, the summarizer) and the page's calls: model steps
+   * taken, steps that waited for a call to end, steps that ran during one (a wait that ran
+   * out after 0.5 s) */
+  background: { steps: number; waited: number; overlapped: number };
   /** the room for writes, as Python's stats()["storage"] reports it */
   storage?: {
     available_bytes: number | null;
@@ -334,6 +379,13 @@ export interface Stats {
     reserve_bytes: number;
     persisted?: boolean | null;
   } | null;
+  /** when this store last synced (any tab), local commits not pushed yet, live loops */
+  sync?: {
+    lastSyncMs: number | null;
+    pending: number | null;
+    lastRound?: { pushed: number; pulled: number; conflicts: number };
+    live: Array<{ running: boolean; rounds: number; failures: number; lastError: string | null }>;
+  };
 }
 
 export interface ArchivedItem {
@@ -404,6 +456,11 @@ export interface CreateAgentMemoryOptions {
    * wrong passphrase or key rejects `ready` (and every call) with code "wrong_key" and
    * writes nothing; so does opening an encrypted database without one. */
   encryption?: EncryptionOptions | null;
+  /** Sync this database with a CouchDB database (docs/sync.md): `ready` runs one round
+   * first (a failed round shows in `status.sync`, the store opens anyway, except that a
+   * new device of an encrypted store must pull the store's key once and rejects with
+   * sync_failed); `sync()` runs another. */
+  sync?: SyncOptions | null;
 }
 
 export type EncryptionOptions =
@@ -472,6 +529,10 @@ export interface AgentMemory {
     },
   ): Promise<{ added: number; replaced: number; skipped: number; archived: number }>;
   runKvConformance(): Promise<Array<{ name: string; ok: boolean; error: string }>>;
+  /** One round with the `sync` option's hub: push local changes, then pull the others'
+   * (run by the worker of the tab that runs the store). Rejects with sync_failed,
+   * sync_integrity or schema_mismatch; invalid_input without the `sync` option. */
+  sync(): Promise<SyncResult>;
 
   // --- agent primitives (same database; one instance per id in the worker) -------------
 

@@ -10,12 +10,14 @@ import { ERROR_CODES, MemoryError } from "./errors.mjs";
 import {
   ASSET_DEFAULTS,
   CLIENT_OPTIONS,
+  CONNECTION_OPTIONS,
   checkOptions,
   DEFAULT_BOOT_TIMEOUT_MS,
   encryptionUnlock,
   MODELS,
   resolveAssets,
   STORE_OPTIONS,
+  syncOptions,
 } from "./options.mjs";
 import { PRESETS, resolveStrategy, strategies } from "./presets.mjs";
 import { MUTATIONS } from "./protocol.mjs";
@@ -52,7 +54,8 @@ function asObject(name, value) {
  * storageReserveBytes (room writes leave under the quota the browser reports);
  * encryption ({ passphrase } or { key: CryptoKey }, optional iterations for a
  * new store: values AES-256-GCM encrypted at rest; a wrong one rejects `ready` with
- * wrong_key); asset locations: assetsUrl (the package folder) and the overrides in
+ * wrong_key); sync ({ url, auth?, live? }: a CouchDB database to sync with, docs/sync.md;
+ * `ready` runs a round first, `sync()` another); asset locations: assetsUrl (the package folder) and the overrides in
  * ASSET_DEFAULTS (workerUrl, wheelsUrl, modelsUrl, pyodideUrl, onnxruntimeUrl, tiktokenUrl).
  * Throws MemoryError invalid_input (invalid_strategy for a bad strategy) naming the
  * option for an unknown option or a value of the wrong type or range, before anything
@@ -60,6 +63,7 @@ function asObject(name, value) {
  */
 export function createAgentMemory(options = {}) {
   checkOptions(options, CLIENT_OPTIONS);
+  pageClients.first ??= options; // PageMemory attaches to the page's own connection
   const {
     dbName = "pymemory",
     scope = "conversation",
@@ -68,11 +72,13 @@ export function createAgentMemory(options = {}) {
     custom,
     models,
     encryption,
+    sync,
     persist = false,
     ...connectionOptions
   } = options;
   // Per client, never a connection option: the connection (and its worker) is shared.
   const unlock = encryptionUnlock(encryption);
+  const syncing = syncOptions(sync);
   const resolved = resolveStrategy(strategy, { tags, custom });
   const conn = connection(connectionOptions);
   let closed = false;
@@ -84,7 +90,21 @@ export function createAgentMemory(options = {}) {
     return result;
   }
 
-  const opened = conn.ready.then(() => call("open", {}));
+  // A round with the hub before the store opens (a new device of an encrypted store
+  // learns the store's key there); its failure shows in status.sync.
+  const syncRound = async (atOpen) => {
+    const mark = (patch) => conn._setStatus({ ...conn.status, sync: { ...conn.status.sync, dbName, ...patch } });
+    mark({ state: "syncing" });
+    try {
+      const result = await call("sync", { ...syncing, atOpen });
+      mark(result.error ? { state: "error", error: result.error } : { state: "idle", last: result, atMs: Date.now(), error: null });
+      return result;
+    } catch (err) {
+      mark({ state: "error", error: { code: err.code, message: err.message } });
+      throw err;
+    }
+  };
+  const opened = conn.ready.then(() => (syncing ? syncRound(true) : null)).then(() => call("open", {}));
   opened.catch(() => {});
   // Persistent storage: the answer shows in status.storage.persisted (not awaited by
   // `ready`: a browser may ask the user).
@@ -170,6 +190,12 @@ export function createAgentMemory(options = {}) {
       return call("importJsonl", { text, ...rest }, onProgress);
     },
     runKvConformance: () => call("runKvConformance", {}),
+    // One round with the `sync` option's hub, in the worker of the tab that runs the store.
+    async sync() {
+      if (!syncing) throw new MemoryError("invalid_input", "sync() needs the sync option: createAgentMemory({ sync: { url } })");
+      await opened;
+      return syncRound(false);
+    },
 
     // --- agent primitives: same IndexedDB database, one instance per id in the worker ---
 
@@ -291,7 +317,13 @@ export function createMemoryStore(client, options = {}) {
 
 // For end-to-end tests of apps (pymemory.testing.PageMemory drives this from Playwright):
 // reach the page's databases without going through the app's UI.
+// open() takes the page's first client's connection options (asset URLs, ...) unless given
+// its own: it attaches to the app's connection, and reports that connection's failure.
+const pageClients = { first: null };
+const CONNECTION_NAMES = Object.keys(CONNECTION_OPTIONS);
+const pageConnection = () =>
+  Object.fromEntries(CONNECTION_NAMES.filter((n) => pageClients.first?.[n] !== undefined).map((n) => [n, pageClients.first[n]]));
 globalThis.__pymemory ??= {
-  open: (dbName, options = {}) => createAgentMemory({ ...options, dbName }),
+  open: (dbName, options = {}) => createAgentMemory({ ...pageConnection(), ...options, dbName }),
   MemoryError,
 };

@@ -148,10 +148,11 @@ export class Connection {
     }
   }
 
-  // The worker's status, keeping what this page tracks itself (its clients' `models`): the
-  // worker reports again after boot (model files' bytes), without them.
+  // The worker's status, keeping what this page tracks itself (its clients' `models` and
+  // `sync`): the worker reports again after boot (model files' bytes), without them.
   _fromWorker(s, role) {
-    return this.status.models ? { ...s, models: this.status.models, role } : { ...s, role };
+    const own = Object.fromEntries(["models", "sync"].filter((k) => this.status[k]).map((k) => [k, this.status[k]]));
+    return { ...s, ...own, role };
   }
 
   _setStatus(s) {

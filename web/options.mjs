@@ -5,7 +5,17 @@ import { MemoryError } from "./errors.mjs";
 
 // Where the assets are. Defaults fit the npm package served as-is: the package folder
 // holds worker/ and wheels/, and the npm dependencies are its siblings in node_modules/.
-const PACKAGE_URL = new URL("./", import.meta.url).href;
+// The folder is computed from this module's URL without the `new URL("./", import.meta.url)`
+// form, which Vite rewrites to the module's own URL (so "worker/..." landed under
+// ".../options.mjs/"); a query (Vite's ?v=) is dropped.
+export function packageFolder(moduleUrl = import.meta.url) {
+  const here = new URL(moduleUrl);
+  here.search = "";
+  here.hash = "";
+  here.pathname = here.pathname.slice(0, here.pathname.lastIndexOf("/") + 1);
+  return here.href;
+}
+const PACKAGE_URL = packageFolder();
 export const ASSET_DEFAULTS = Object.freeze({
   workerUrl: "worker/memory-worker.mjs",
   wheelsUrl: "wheels/",
@@ -26,6 +36,15 @@ export function resolveAssets(options = {}) {
     return value;
   };
   const base = new URL(check("assetsUrl", options.assetsUrl) ?? PACKAGE_URL, here).href;
+  // A bundler that inlines import.meta.url as the source file's path (webpack) leaves a
+  // file: default on an http(s) page: say so rather than start a worker that cannot load.
+  if (options.assetsUrl == null && base.startsWith("file:") && /^https?:/.test(here)) {
+    throw new MemoryError(
+      "invalid_input",
+      `pymemory's default assetsUrl is the bundled source folder ${base}: copy the package's ` +
+        "assets into your public folder (npx pymemory-assets <folder>) and pass assetsUrl",
+    );
+  }
   const root = base.endsWith("/") ? base : `${base}/`;
   const out = {};
   for (const [name, fallback] of Object.entries(ASSET_DEFAULTS)) {
@@ -102,6 +121,7 @@ export const CLIENT_OPTIONS = Object.freeze({
     (v) => (Array.isArray(v) && v.every((m) => MODELS.includes(m))) || `an array of ${MODELS.map((m) => `"${m}"`).join(", ")}`,
   ),
   encryption: () => true,
+  sync: () => true, // checked by syncOptions below
   persist: optionChecks.boolean,
   ...CONNECTION_OPTIONS,
 });
@@ -177,4 +197,36 @@ export function encryptionUnlock(encryption) {
   }
   const secret = passphrase != null ? { passphrase } : { key };
   return { id: crypto.randomUUID(), ...secret, ...(iterations != null ? { iterations } : {}) };
+}
+
+/** The `sync` option ({ url, auth?, live? }) as the client sends it with `sync` calls
+ * (undefined without one): `url` an http(s) CouchDB database URL; `auth` null, an
+ * Authorization value ("Bearer <jwt>") or { username, password }; `live` (false): keep
+ * syncing in the leader tab's worker. Throws invalid_input. */
+export function syncOptions(sync) {
+  if (sync == null) return undefined;
+  const bad = (message) => new MemoryError("invalid_input", `sync: ${message}`);
+  if (typeof sync !== "object" || Array.isArray(sync)) throw bad("must be { url, auth?, live? }");
+  const { url: where, auth = null, live = false, ...rest } = sync;
+  if (Object.keys(rest).length) throw bad(`unknown option(s) ${Object.keys(rest).join(", ")}`);
+  let parsed = null;
+  try {
+    parsed = new URL(String(where));
+  } catch {
+    // reported below
+  }
+  if (!(typeof where === "string" || where instanceof URL) || !/^https?:$/.test(parsed?.protocol ?? "")) {
+    throw bad("url must be the http(s) URL of a CouchDB database");
+  }
+  if (parsed.pathname.replace(/\/+$/, "") === "") throw bad("url must name a database: http(s)://host/<database>");
+  const basic = auth !== null && typeof auth === "object" && !Array.isArray(auth);
+  if (
+    !(auth === null || (typeof auth === "string" && auth !== "") ||
+      (basic && Object.keys(auth).sort().join() === "password,username" &&
+        typeof auth.username === "string" && typeof auth.password === "string"))
+  ) {
+    throw bad('auth must be null, an Authorization value ("Bearer ...") or { username, password }');
+  }
+  if (typeof live !== "boolean") throw bad("live must be true or false");
+  return { url: String(where), auth, live };
 }

@@ -85,3 +85,27 @@ test("distance is the edit distance", () => {
   assert.equal(distance("", "abc"), 3);
   assert.equal(distance("same", "same"), 0);
 });
+
+test("the sync option: url, auth, live checked; unknown fields refused", async () => {
+  const { syncOptions } = await import("./options.mjs");
+  assert.equal(syncOptions(undefined), undefined);
+  assert.deepEqual(syncOptions({ url: "http://127.0.0.1:5984/memory-alice" }), {
+    url: "http://127.0.0.1:5984/memory-alice",
+    auth: null,
+    live: false,
+  });
+  assert.deepEqual(syncOptions({ url: "https://h/db", auth: { username: "a", password: "b" }, live: true }).auth, {
+    username: "a",
+    password: "b",
+  });
+  for (const bad of [
+    { url: "ftp://h/db" },
+    { url: "http://h/" },
+    { url: "http://h/db", auth: ["a", "b"] },
+    { url: "http://h/db", live: "yes" },
+    { url: "http://h/db", every: 5 },
+    "http://h/db",
+  ]) {
+    assert.throws(() => syncOptions(bad), (err) => err.code === "invalid_input" && err.message.startsWith("sync:"));
+  }
+});

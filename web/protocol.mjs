@@ -56,6 +56,7 @@ export const METHODS = Object.freeze({
   modelsIdle: method(null), // tests and benchmarks: wait for the models' background work
   embed: method(null), // tests: embeddings of texts
   runKvConformance: method("runKvConformance"),
+  sync: method("sync", true), // one round with a CouchDB hub (the `sync` option); pulls change memories
   // The agent primitives, `<area>.<name>`, on the same database.
   "blocks.open": method("blocks.open"),
   "blocks.get": method("blocks.get"),

@@ -49,7 +49,7 @@ test("the method table: frozen, mutations a subset, client members unique", () =
   for (const name of protocol.MUTATIONS) assert.ok(names.includes(name), name);
   assert.deepEqual(
     [...protocol.MUTATIONS].sort(),
-    ["addMany", "addMemory", "archiveOlderThan", "clear", "delete", "feedback", "importJsonl", "sweep", "update"],
+    ["addMany", "addMemory", "archiveOlderThan", "clear", "delete", "feedback", "importJsonl", "sweep", "sync", "update"],
   );
   const members = names.map((n) => protocol.METHODS[n].client).filter(Boolean);
   assert.equal(new Set(members).size, members.length);

@@ -228,7 +228,8 @@ def test_the_tarball_holds_the_library_and_nothing_of_the_demo_tests_or_benches(
         names = {n.removeprefix("package/") for n in tar.getnames()}
     web = {"agent-memory.mjs", "agent-memory.d.ts", "connection.mjs", "errors.mjs",
            "leader.mjs", "options.mjs", "presets.mjs", "protocol.mjs", "worker-link.mjs",
-           "react.mjs", "react.d.ts", "react-umd.mjs", "sw.mjs", "package.json", "README.md"}  # fmt: skip
+           "react.mjs", "react.d.ts", "react-umd.mjs", "sw.mjs", "offline.mjs", "bin/pymemory-assets.mjs",
+           "package.json", "README.md"}  # fmt: skip
     workers = {
         f"worker/{p.name}"
         for p in (pack.ROOT / "web" / "worker").glob("*.mjs")
@@ -236,7 +237,7 @@ def test_the_tarball_holds_the_library_and_nothing_of_the_demo_tests_or_benches(
     }
     wheels = {n for n in names if n.startswith("wheels/")}
     assert names == web | workers | wheels
-    assert {n.rsplit("/", 1)[1].split("-", 1)[0] for n in wheels} == {"manifest.json", "numpy", "pymemory_agent"}
+    assert {n.rsplit("/", 1)[1].split("-", 1)[0] for n in wheels} == {"manifest.json", "numpy", "pymemory_agent", "o200k_base.tiktoken"}
     assert not any(part in n for n in names for part in ("demo", "debug", "test", "bench", "vendor"))
 
 

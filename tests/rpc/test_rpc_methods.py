@@ -23,7 +23,7 @@ def test_every_method_has_its_handler_and_every_handler_its_method():
 def test_the_mutations_are_the_memory_writes():
     assert set(MUTATIONS) == {
         "addMemory", "addMany", "update", "delete", "feedback", "clear", "archiveOlderThan",
-        "importJsonl", "sweep",
+        "importJsonl", "sweep", "sync",  # sync: what it pulls changes memories
     }  # fmt: skip
     for name, method in METHODS.items():
         assert method.required <= method.params, name

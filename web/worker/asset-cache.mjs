@@ -23,6 +23,9 @@ export function folder(url, name) {
 export function cacheFetches(prefixes, cacheName, expected, progress = onFile) {
   const network = globalThis.fetch.bind(globalThis);
   const early = new Map(); // url -> the read prefetch started
+  let failedWith = null;
+  const failed = new Promise((resolve, reject) => (failedWith = reject)); // the first failed read
+  failed.catch(() => {});
   const storing = new Set(); // cache writes of files already handed to Pyodide
   // A file with nothing to check (Pyodide's own; the wheels have a sha256) is handed on
   // before it is cached: the cache write (~0.1 s for the WebAssembly) would delay its
@@ -52,7 +55,13 @@ export function cacheFetches(prefixes, cacheName, expected, progress = onFile) {
     if (method !== "GET" || !prefixes.some((p) => url.startsWith(p))) return network(input, init);
     const pending = early.get(url);
     early.delete(url);
-    const got = await (pending ?? read(url));
+    let got;
+    try {
+      got = await (pending ?? read(url));
+    } catch (err) {
+      failedWith(err); // the boot fails with it now, whatever Pyodide makes of the rejection
+      throw err;
+    }
     if (pending) progress(url, got.size, got.size, got.source); // now in its own phase
     return new Response(got.bytes, { headers: { "content-type": got.type } });
   };
@@ -104,11 +113,11 @@ export function cacheFetches(prefixes, cacheName, expected, progress = onFile) {
   };
   const prefetch = (url) => {
     const pending = helped(url);
-    pending.catch(() => {}); // its fetch reports a failure; unused, it is dropped
+    pending.catch((err) => failedWith(err)); // the boot needs every file it prefetches
     early.set(url, pending);
   };
   const settled = () => Promise.allSettled([...storing]);
-  return { prefetch, settled };
+  return { prefetch, settled, failed };
 }
 
 /** In the prefetch helper: read a file through Cache Storage, its bytes back to the boot. */

@@ -43,11 +43,20 @@ async function download(url, fetchFn, onProgress) {
   let loaded = 0;
   onProgress?.(0, total);
   for (;;) {
-    const { done, value } = await reader.read();
+    let chunk;
+    try {
+      chunk = await reader.read();
+    } catch (err) {
+      throw new Error(`the download of ${url} broke off after ${loaded} of ${total ?? "?"} bytes: ${err?.message ?? err}`);
+    }
+    const { done, value } = chunk;
     if (done) break;
     chunks.push(value);
     loaded += value.byteLength;
     onProgress?.(loaded, total);
+  }
+  if (total != null && loaded !== total && !response.headers.get("content-encoding")) {
+    throw new Error(`the download of ${url} broke off after ${loaded} of ${total} bytes`);
   }
   const bytes = new Uint8Array(loaded);
   let at = 0;

@@ -48,18 +48,26 @@ async function boot(options) {
     models: folder(assets.models, "models"),
   };
   report({ phase: "runtime", progress: 0.05, assets: urls });
-  tokens.load(urls.tiktoken, t0);
-  // The wheels' manifest, first thing too (the wheels download while Pyodide starts), by
-  // the network's fetch: taken before cacheFetches routes the wheels' folder to the cache.
+  // The wheels' manifest, first thing (the wheels download while Pyodide starts), by the
+  // network's fetch: taken before cacheFetches routes the wheels' folder to the cache.
   const manifestRead = readManifest(`${urls.wheels}manifest.json`, globalThis.fetch.bind(globalThis));
   manifestRead.catch(() => {}); // awaited below
+  // The o200k_base ranks: the data file beside the wheels (the npm package's), else js-tiktoken's.
+  const ranksFile = manifestRead.then(
+    (m) => (m.o200k_base ? { url: new URL(m.o200k_base, urls.wheels).href, sha256: m.o200k_base_sha256 } : null),
+    () => null,
+  );
+  tokens.load(urls.tiktoken, t0, ranksFile);
   const pyodideModule = `${urls.pyodide}pyodide.mjs`;
   const { loadPyodide, version } = await import(pyodideModule).catch((err) => {
     throw new Error(`cannot load Pyodide from ${pyodideModule}: ${err?.message ?? err}`);
   });
   const expected = new Map();
   const cacheName = `pymemory-runtime-${version}`;
-  const { prefetch, settled } = cacheFetches([urls.pyodide, urls.wheels], cacheName, expected);
+  const { prefetch, settled, failed: assetFailed } = cacheFetches([urls.pyodide, urls.wheels], cacheName, expected);
+  // A download that fails (a network drop mid-file included) fails the boot at once, naming
+  // its URL: Pyodide itself may only log it and wait (a WebAssembly compile that never ends).
+  const orFail = (promise) => Promise.race([promise, assetFailed]);
   const wheels = [];
   const manifestReady = manifestRead.then((manifest) => {
     for (const [key, hash] of [["numpy", "numpy_sha256"], ["pymemory", "sha256"]]) {
@@ -75,14 +83,14 @@ async function boot(options) {
   });
   manifestReady.catch(() => {}); // awaited below, after loadPyodide
   const useSnapshot = options.pyodideSnapshot !== false;
-  const pyodide = await startPyodide(loadPyodide, urls.pyodide, cacheName, useSnapshot);
+  const pyodide = await orFail(startPyodide(loadPyodide, urls.pyodide, cacheName, useSnapshot));
   report({ phase: "packages", progress: RANGES.packages[0] });
-  const manifest = await manifestReady;
+  const manifest = await orFail(manifestReady);
   // loadPackage takes the wheels' URLs: both load in one step, without micropip (its
   // dependency resolver is not needed: numpy is the only dependency).
   const packages = manifest.numpy ? wheels : ["numpy", ...wheels];
   const failed = []; // loadPackage reports a package it could not load here, and goes on
-  await pyodide.loadPackage(packages, { messageCallback: () => {}, errorCallback: (m) => failed.push(m) });
+  await orFail(pyodide.loadPackage(packages, { messageCallback: () => {}, errorCallback: (m) => failed.push(m) }));
   if (failed.length) throw new Error(`cannot load the packages: ${failed.join("; ")}`);
   report({ phase: "opening", progress: 0.95 });
   // Token budgets count with the same o200k_base as the Python side (seed 004).

@@ -42,18 +42,30 @@ const MODULE_PREFIX = "export default ";
 let state = null; // { table, regex, encoder, cache: Map<piece, ids> }
 let loading = null;
 
-/** Fetch and parse the ranks from js-tiktoken's dist/ folder; safe to call more than once
- * (a failed load is retried by the next call). `parseAfter` (a promise): fetch now, parse
- * (0.1-0.4 s of this thread) once it settles, e.g. when the thread would otherwise wait. */
-export function init(vendorUrl = VENDOR, { parseAfter = null } = {}) {
-  loading ??= load(new URL(vendorUrl, import.meta.url), parseAfter).catch((err) => {
+/** Fetch and parse the ranks; safe to call more than once (a failed load is retried by the
+ * next call). `ranks`: a function giving a promise of the bytes of an `o200k_base.tiktoken`
+ * file (tiktoken's own format: "<base64 token> <rank>" lines; the npm package ships it as
+ * data beside the wheels, which no bundler or dev server rewrites), or of null: then
+ * js-tiktoken's ranks module is fetched from its dist/ folder `vendorUrl`. `parseAfter`
+ * (a promise): fetch now, parse (0.1-0.4 s of this thread) once it settles. */
+export function init(vendorUrl = VENDOR, { parseAfter = null, ranks = null } = {}) {
+  loading ??= load(new URL(vendorUrl, import.meta.url), parseAfter, ranks).catch((err) => {
     loading = null;
     throw err;
   });
   return loading;
 }
 
-async function load(base, parseAfter) {
+function setTable(table) {
+  state = { table, regex: new RegExp(O200K_PATTERN, "gu"), encoder: new TextEncoder(), cache: new Map() };
+}
+
+async function load(base, parseAfter, ranks) {
+  const bytes = ranks ? await ranks() : null;
+  if (bytes) {
+    await parseAfter?.catch(() => {});
+    return setTable(parseTiktokenFile(bytes));
+  }
   const url = new URL(RANKS_FILE, base);
   let response;
   try {
@@ -64,17 +76,73 @@ async function load(base, parseAfter) {
   if (!response.ok) throw new Error(`tiktoken: ${url}: HTTP ${response.status}`);
   const source = (await response.text()).trim();
   await parseAfter?.catch(() => {});
-  if (!source.startsWith(MODULE_PREFIX)) throw new Error(`tiktoken: unexpected ${RANKS_FILE} layout`);
+  const rewritten = "was it rewritten by a dev server or bundler? Serve the package's wheels/o200k_base.tiktoken instead";
+  if (!source.startsWith(MODULE_PREFIX)) throw new Error(`tiktoken: ${url} is not js-tiktoken's ranks module (${rewritten})`);
   // The module's one export is a JSON object literal: JSON.parse reads it without
   // compiling 2.3 MB of JavaScript.
-  const { bpe_ranks: bpeRanks } = JSON.parse(source.slice(MODULE_PREFIX.length).replace(/;$/, ""));
-  if (typeof bpeRanks !== "string") throw new Error(`tiktoken: ${RANKS_FILE} has no bpe_ranks`);
-  state = {
-    table: parseRanks(bpeRanks),
-    regex: new RegExp(O200K_PATTERN, "gu"),
-    encoder: new TextEncoder(),
-    cache: new Map(),
-  };
+  let bpeRanks;
+  try {
+    ({ bpe_ranks: bpeRanks } = JSON.parse(source.slice(MODULE_PREFIX.length).replace(/;$/, "")));
+  } catch (err) {
+    throw new Error(`tiktoken: ${url} is not js-tiktoken's ranks module as published: ${err.message} (${rewritten})`);
+  }
+  if (typeof bpeRanks !== "string") throw new Error(`tiktoken: ${url} has no bpe_ranks`);
+  setTable(parseRanks(bpeRanks));
+}
+
+/** The table of an `o200k_base.tiktoken` file's bytes ("<base64 token> <rank>\n" lines),
+ * laid out as parseRanks lays js-tiktoken's. */
+export function parseTiktokenFile(file) {
+  const n = file.length;
+  let lines = 0;
+  for (let i = 0; i < n; i++) if (file[i] === 10) lines++;
+  if (n && file[n - 1] !== 10) lines++;
+  const bytes = new Uint8Array(Math.ceil((n * 3) / 4));
+  const starts = new Int32Array(lines + 1);
+  const ranks = new Int32Array(lines);
+  let size = 1;
+  while (size < lines * 2) size *= 2;
+  const slots = new Int32Array(size).fill(-1);
+  const mask = size - 1;
+  let count = 0;
+  let at = 0;
+  let i = 0;
+  while (i < n) {
+    const start = at;
+    let acc = 0;
+    let bits = 0;
+    let c;
+    while (i < n && (c = file[i]) !== 32) {
+      i++;
+      if (c === 61) continue; // "=" padding
+      const v = c < 128 ? BASE64[c] : -1;
+      if (v < 0) throw new Error(`tiktoken: bad base64 in the ranks file at byte ${i}`);
+      acc = ((acc << 6) | v) & 0xffffff;
+      bits += 6;
+      if (bits >= 8) {
+        bits -= 8;
+        bytes[at++] = (acc >> bits) & 0xff;
+      }
+    }
+    i++; // the space
+    let rank = 0;
+    let digits = 0;
+    while (i < n && (c = file[i]) >= 48 && c <= 57) {
+      rank = rank * 10 + (c - 48);
+      digits++;
+      i++;
+    }
+    if (at === start || !digits) throw new Error(`tiktoken: a bad line in the ranks file at byte ${i}`);
+    if (file[i] === 13) i++;
+    i++; // the newline
+    let s = hashBytes(bytes, start, at) & mask;
+    while (slots[s] !== -1) s = (s + 1) & mask;
+    slots[s] = count;
+    starts[count] = start;
+    ranks[count++] = rank;
+  }
+  starts[count] = at;
+  return { bytes, starts, ranks, slots, mask, count };
 }
 
 // --- the ranks: token bytes -> rank, in typed arrays -------------------------------------

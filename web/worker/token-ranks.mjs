@@ -5,8 +5,11 @@
 // busy) waits until after `ready`: for the first call that needs them, the end of the
 // first call (the client's `open`) or TOKENS_IDLE_MS, whichever comes first.
 
+import { readCached } from "./assets.mjs";
 import { current, report } from "./status.mjs";
 import * as tiktoken from "./tiktoken.mjs";
+
+const RANKS_CACHE = "pymemory-ranks-v1";
 
 const TOKENS_IDLE_MS = 1000;
 let loading = null; // the ranks' load: fetched, then parsed once `parse` is called
@@ -16,12 +19,21 @@ let failed = null;
 /** What Python imports as `pymemory_js_tokens`: count(text) and the encoding's name. */
 export const module = Object.freeze({ count: tiktoken.count, name: tiktoken.name });
 
-/** Start fetching the ranks from the js-tiktoken dist/ folder `url`; their load is timed
- * from `t0` (status.tokensMs). A failure fails the worker loudly: budgets are never
+/** Start fetching the ranks; their load is timed from `t0` (status.tokensMs). `ranksFile`:
+ * a promise of { url, sha256 } of the o200k_base.tiktoken the wheels' manifest names
+ * (read through Cache Storage, checked against the sha256), or of null: then js-tiktoken's
+ * module from its dist/ folder `url`. A failure fails the worker loudly: budgets are never
  * counted with anything but o200k_base. */
-export function load(url, t0) {
+export function load(url, t0, ranksFile = Promise.resolve(null)) {
   const parseAfter = new Promise((resolve) => (parse = resolve));
-  loading = tiktoken.init(url, { parseAfter }).then(() => {
+  const fetchFn = globalThis.fetch.bind(globalThis); // the network's (before asset-cache routes it)
+  const ranks = async () => {
+    const file = await ranksFile;
+    if (!file) return null;
+    const got = await readCached(file.url, { cacheName: RANKS_CACHE, expect: { sha256: file.sha256 }, fetchFn });
+    return got.bytes;
+  };
+  loading = tiktoken.init(url, { parseAfter, ranks }).then(() => {
     report({ tokensMs: Math.round(performance.now() - t0) });
   });
   loading.catch((err) => {

@@ -3,8 +3,9 @@
 One module per seam: :mod:`.idb_kv` (``IndexedDbKv``, the KvBackend over IndexedDB, with
 its JS half ``idb_kv.mjs``), :mod:`.webcrypto` (``WebCrypto``, the Crypto of encrypted
 stores, with ``webcrypto.mjs``), :mod:`.ort_web` (``OrtWebRuntime``, onnxruntime-web
-through the worker's ``ort-bridge.mjs``) and :mod:`.tokens` (``JsTokenCounter``, the
-worker's o200k_base counts); :mod:`.bridge` imports the JS halves, shipped in the wheel,
+through the worker's ``ort-bridge.mjs``), :mod:`.tokens` (``JsTokenCounter``, the
+worker's o200k_base counts) and :mod:`.sync_fetch` (``FetchTransport``, ``Memory.sync``'s
+HTTP over ``fetch``); :mod:`.bridge` imports the JS halves, shipped in the wheel,
 through a Blob URL. This package is the only one in pymemory that imports ``js`` or
 ``pyodide``.
 
@@ -45,6 +46,7 @@ from .ort_web import (
     tensor_from_js,
     tensor_to_js,
 )
+from .sync_fetch import FetchTransport, fetch_transport
 from .tokens import JsTokenCounter
 from .webcrypto import CRYPTO_BRIDGE_FILE, WebCrypto, WebCryptoKey, crypto_bridge, open_encrypted
 
@@ -104,6 +106,7 @@ async def open_memory(
     except BaseException:
         await kv.close()
         raise
+    memory.syncs.transport = fetch_transport  # memory.sync(url) over the browser's fetch
     memory._owns_kv = True  # opened here, so close() closes it (as for a SQLite path)
     return memory
 
@@ -143,6 +146,7 @@ def create_api(
     api = RpcApi(kv_factory, **memory_options)
     api.locked_kv_factory = locked_kv_factory
     api.parse_unlock = unlock_from_js  # type: ignore[method-assign]
+    api.sync_transport = fetch_transport  # Memory.sync over the browser's fetch
     if passphrase is not None or key is not None:
         api.default_unlock = Unlock("default", passphrase, key, iterations)
     ort_bridge = getattr(bridge, "ort", None)  # the worker's ort-bridge.mjs, if it has one
@@ -157,6 +161,7 @@ __all__ = [
     "CRYPTO_BRIDGE_FILE",
     "DEFAULT_RESERVE_BYTES",
     "IDB_BRIDGE_FILE",
+    "FetchTransport",
     "IndexedDbKv",
     "JsTokenCounter",
     "OrtWebRuntime",
@@ -165,6 +170,7 @@ __all__ = [
     "WebCryptoKey",
     "create_api",
     "crypto_bridge",
+    "fetch_transport",
     "idb_bridge",
     "load_minilm_web",
     "load_smollm2_web",

@@ -25,6 +25,7 @@ from ...storage.encrypted import KEYRING_KEY, EncryptedKv
 from .envelope import error_answer, ok_answer, parse_params
 from .methods import ADD_FIELDS, METHODS, handler_name
 from .params import check_params, py_names
+from .sync_rpc import TransportFactory, auth_from_js, check_url, first_pull, result_js
 from .unlock import Unlock
 from .wire import archived_js, item_js, retrieval_js, stats_js
 
@@ -57,6 +58,8 @@ class RpcApi:
     locked_kv_factory: Callable[[str, Unlock], Awaitable[KvBackend]] | None = None
     #: The Unlock of calls that bring none (e.g. ``create_api(passphrase=...)``).
     default_unlock: Unlock | None = None
+    #: The sync replicator's HTTP for this runtime (None: httpx; the browser: fetch).
+    sync_transport: TransportFactory | None = None
 
     def __init__(self, kv_factory: KvFactory, **memory_options: Any) -> None:
         self._kv_factory = kv_factory
@@ -67,6 +70,7 @@ class RpcApi:
         self._opening: dict[str, asyncio.Lock] = {}
         self._embedder: Any = None
         self._refiner: Any = None
+        self._live: dict[tuple[str, str], Any] = {}  # (db, url) -> its LiveSync
 
     def parse_unlock(self, value: Any) -> Unlock:
         """The Unlock of a call's ``unlock`` argument: an Unlock or a mapping of its fields
@@ -98,7 +102,7 @@ class RpcApi:
             handler = None if spec is None else self.handler(method)
             if spec is None or handler is None:
                 return error_answer("unknown_method", f"unknown method {shown(method)}")
-            if key is not None or db in self._memories:
+            if (key is not None or db in self._memories) and method != "sync":
                 await self.memory(db)  # the call's key opens or is checked, even for close
             params = spec.check(parse_params(params_json, spec))
             if spec.progress:
@@ -164,10 +168,13 @@ class RpcApi:
         else:
             kv = await self._locked_kv(db, unlock)
         try:
-            return await Memory.open(kv, **self._memory_options)
+            memory = await Memory.open(kv, **self._memory_options)
         except BaseException:
             await kv.close()
             raise
+        if self.sync_transport is not None:
+            memory.syncs.transport = self.sync_transport
+        return memory
 
     async def _locked_kv(self, db: str, unlock: Unlock) -> KvBackend:
         if self.locked_kv_factory is None:
@@ -211,6 +218,8 @@ class RpcApi:
     async def _m_close(self, db: str, p: dict[str, Any]) -> None:
         memory = self._memories.pop(db, None)
         self._unlocked.pop(db, None)
+        for where in [k for k in self._live if k[0] == db]:
+            del self._live[where]  # memory.close() stops them
         if memory is not None:
             await memory.close()
             await memory.kv.close()
@@ -312,6 +321,33 @@ class RpcApi:
             "skipped": result.skipped,
             "archived": result.archived,
         }
+
+    async def _m_sync(self, db: str, p: dict[str, Any]) -> dict[str, Any]:
+        """One sync round with the CouchDB database at ``url`` (docs/sync.md): what it
+        did. ``live``: also keep syncing in the background (one loop per database and
+        url: a worker that took over from another tab's starts it again). ``atOpen`` (a
+        client's ``ready``): a failed round is reported in the result's ``error`` instead
+        of raised, so a device opens offline; but a new encrypted device that cannot pull
+        the hub's key record fails."""
+        auth = auth_from_js(p.get("auth"))
+        url = check_url(p["url"], auth)
+        live, at_open = p.get("live", False), p.get("atOpen", False)
+        if not isinstance(live, bool) or not isinstance(at_open, bool):
+            raise ValidationError("live and atOpen must be booleans")
+        pulled = None
+        if db not in self._memories and _UNLOCK.get() is not None:
+            pulled = await first_pull(self._kv_factory, db, url, auth, self.sync_transport)
+        memory = await self.memory(db)
+        try:
+            out = result_js(await memory.sync(url, auth=auth), pulled)
+        except PymemoryError as exc:
+            if not at_open:
+                raise
+            out = {"error": {"code": exc.code, "message": str(exc)}}
+        running = self._live.get((db, url))
+        if live and (running is None or not running.running):
+            self._live[(db, url)] = await memory.sync(url, auth=auth, live=True)
+        return out
 
     async def embedder(self) -> Any:
         """The local embedding model, made on first use by ``embedder_factory``."""

@@ -83,6 +83,8 @@ CORE_METHODS: dict[str, Method] = {
     "modelsIdle": _method(),
     "embed": _method("texts inputIds raw"),
     "runKvConformance": _method(),
+    # One round with a CouchDB hub (docs/sync.md); pulled changes change memories.
+    "sync": _method("url auth live atOpen", "url", mutates=True),
 }
 
 #: The agent primitives' methods (documented in :mod:`.agent_api`).
