@@ -33,7 +33,14 @@ import numpy as np
 from ..errors import ValidationError
 from .embedding import EmbedderUnavailableError
 from .local import find_model_dir, missing_model_message
-from .runtime import InferenceRuntime, InferenceSession, yield_to_calls
+from .runtime import (
+    BACKGROUND,
+    PRIORITY,
+    URGENT,
+    InferenceRuntime,
+    InferenceSession,
+    yield_to_calls,
+)
 
 __all__ = ["MINILM_DEFAULTS", "MiniLmEmbedder", "find_model_dir", "load_minilm"]
 
@@ -61,6 +68,11 @@ def _ids_of(encoded: Any) -> list[int]:
     """Accept ``list[int]`` (pymemory.models.tokenizers) or an ``Encoding`` with ``.ids`` (Rust)."""
     ids = getattr(encoded, "ids", encoded)
     return [int(i) for i in ids]
+
+
+#: Padded token slots of one background embedding batch (the default call's limit is
+#: ``max_batch_tokens``): small enough that one batch is a short step in WASM.
+BACKGROUND_BATCH_TOKENS = 512
 
 
 class MiniLmEmbedder:
@@ -206,7 +218,9 @@ class MiniLmEmbedder:
 
     # -- the Embedder protocol --------------------------------------------------------------
 
-    def plan_batches(self, lengths: Sequence[int]) -> list[list[int]]:
+    def plan_batches(
+        self, lengths: Sequence[int], max_tokens: int | None = None
+    ) -> list[list[int]]:
         """Indices into ``lengths`` grouped into batches, shortest first: a batch grows
         while it has fewer than ``batch_size`` rows and its padded size (rows x the
         longest) stays within ``max_batch_tokens`` (a single longer text is a batch)."""
@@ -217,7 +231,7 @@ class MiniLmEmbedder:
             # Sorted ascending: lengths[i] is the longest of the batch if i joins it.
             if current and (
                 len(current) >= self.batch_size
-                or (len(current) + 1) * lengths[i] > self.max_batch_tokens
+                or (len(current) + 1) * lengths[i] > (max_tokens or self.max_batch_tokens)
             ):
                 batches.append(current)
                 current = []
@@ -230,7 +244,11 @@ class MiniLmEmbedder:
         """Vectors for already tokenised texts (rows of :meth:`tokenize`)."""
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         lengths = [len(row) for row in ids]
-        batches = self.plan_batches(lengths)
+        # Background embedding takes small batches: each is one step between the gate's
+        # checks, so a user's call waits for at most one short batch.
+        background = BACKGROUND.get() and PRIORITY.get() < URGENT
+        budget = min(self.max_batch_tokens, BACKGROUND_BATCH_TOKENS) if background else None
+        batches = self.plan_batches(lengths, budget)
         if not batches:
             return out
         # One buffer per input for the whole call; each batch uses a C-ordered view of

@@ -164,3 +164,34 @@ class CouchClient:
                 raise SyncError(f"the sync server's feed has no document for {row['id']!r}")
             docs.append(doc)
         return docs, out["last_seq"]
+
+    async def doc_revs(self, start: str, end: str) -> dict[str, str]:
+        """The ids and current revisions of the live documents with ids in [start, end]."""
+        query = f"startkey={quote(json.dumps(start))}&endkey={quote(json.dumps(end))}"
+        _, out = await self._call("GET", "/_all_docs?" + query)
+        rows = out.get("rows") if isinstance(out, dict) else None
+        if not isinstance(rows, list):
+            raise SyncError("the sync server's _all_docs answer has no rows", retryable=True)
+        revs: dict[str, str] = {}
+        for row in rows:
+            value = row.get("value") if isinstance(row, dict) else None
+            if not isinstance(value, dict) or not isinstance(row.get("id"), str):
+                raise SyncError("the sync server's _all_docs answer has a malformed row")
+            if isinstance(value.get("rev"), str) and not value.get("deleted"):
+                revs[row["id"]] = value["rev"]
+        return revs
+
+    async def get_docs(self, ids: list[str]) -> dict[str, dict[str, Any] | None]:
+        """The current documents of ``ids`` (None: missing or deleted), in one request."""
+        if not ids:
+            return {}
+        _, out = await self._call("POST", "/_all_docs?include_docs=true", {"keys": ids})
+        rows = out.get("rows") if isinstance(out, dict) else None
+        if not isinstance(rows, list):
+            raise SyncError("the sync server's _all_docs answer has no rows", retryable=True)
+        docs: dict[str, dict[str, Any] | None] = dict.fromkeys(ids)
+        for row in rows:
+            doc = row.get("doc") if isinstance(row, dict) else None
+            if isinstance(doc, dict) and doc.get("_id") in docs:
+                docs[doc["_id"]] = doc
+        return docs

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pymemory.sync.local as L
+import pymemory.sync.manifest as manifest
 
 from ..errors import SchemaError, SyncError, SyncIntegrityError
 from ..item import MemoryItem
@@ -133,9 +134,13 @@ class Round:
         await self._flush_unlogged()
         if self.local.can_push:
             await self._push(None)
+        if self.local.encrypted:
+            await manifest.check(self)  # a dropped delete: refused before anything is pulled
         await self._pull()
         if self.retry and self.local.can_push:
             await self._push(sorted(self.retry))
+        if self.local.encrypted:
+            await manifest.push(self)
         await self._save_last(time.perf_counter() - start)
         return self.result
 
@@ -223,13 +228,19 @@ class Round:
     def _checkpoint(self, since: Any, pushed: int) -> tuple[str, bytes]:
         return L.hub_key(self.hub), L.encode({"since": since, "pushed": pushed})
 
-    async def _flush_unlogged(self) -> None:
-        """Log pulled keys a killed round did not log (module docstring)."""
+    async def _flush_unlogged(self, since: Any = None) -> None:
+        """Log pulled keys a killed round did not log (module docstring). A pulled commit
+        right after the pushed position is not a local change: the position moves past
+        it, so ``pending`` (stats) never counts pulled records."""
         found = L.decode(await self.local.raw.get(L.UNLOGGED_KEY))
         if not found or not found.get("keys"):
             return
         if self.local.host is not self.local.raw or not self.local.encrypted:
-            await changes.log_keys(self.local.host, found["keys"])
+            done = await changes.log_keys(self.local.host, found["keys"])
+            if done.before == self.pushed_seq and done.seq > done.before:
+                self.pushed_seq = done.seq
+                mark = self.since if since is None else since
+                await self.local.raw.put_many([self._checkpoint(mark, done.seq)])
         await self.local.raw.delete_many([L.UNLOGGED_KEY])
 
     async def _save_last(self, seconds: float) -> None:
@@ -325,9 +336,13 @@ class Round:
         the local value is still the one pushed (else it stays a local change)."""
         keys = [key for key, _, _ in dirty]
         clock = self._clock_record()
+        gone = manifest.tombstones(keys, versions, [revs[DOC_PREFIX + k] for k in keys])
 
         def record(values: list[bytes | None], _: list[list[str]]) -> Writes:
             puts = [clock]
+            grown = manifest.grow(values[-1], gone) if self.local.sealer is not None else None
+            if grown is not None:
+                puts.append(grown)
             for i, (key, version) in enumerate(zip(keys, versions, strict=True)):
                 rev = revs[DOC_PREFIX + key]
                 if rev is None:
@@ -344,7 +359,8 @@ class Round:
                 self.retry.add(key)
             else:
                 self.result.pushed += 1
-        await self.local.raw.transact(keys + [L.meta_key(k) for k in keys], record)
+        read = keys + [L.meta_key(k) for k in keys] + [manifest.MANIFEST_KEY]
+        await self.local.raw.transact(read, record)
 
     # --- pull ----------------------------------------------------------------------
 
@@ -444,7 +460,7 @@ class Round:
         self.result.conflicts += conflicts
         self.retry.update(retry)
         if changed:
-            await self._flush_unlogged()
+            await self._flush_unlogged(last)
         if losers:
             await self._keep_losers(losers)
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from browserkit import BOOT_TIMEOUT_MS, watch_errors
@@ -20,8 +18,6 @@ from browserkit import BOOT_TIMEOUT_MS, watch_errors
 from pymemory import Memory
 from tools.app_site import WORKER_PAGE, serve_app, wheel_name
 from tools.assets import WHEELS
-
-BROWSER_PAGE = Path(__file__).resolve().parents[2] / "docs" / "browser.md"
 
 PAGE = """<!doctype html>
 <meta charset="utf-8">
@@ -35,18 +31,6 @@ import micropip
 await micropip.install("${new URL("./WHEEL", location.href).href}")
 `);
   window.pyodide = pyodide;
-  document.body.dataset.ready = "1";
-</script>
-"""
-
-# Only Pyodide and micropip: docs/browser.md's snippet installs the wheel itself.
-BARE_PAGE = """<!doctype html>
-<meta charset="utf-8">
-<title>my notebook, before pymemory</title>
-<script type="module">
-  import { loadPyodide } from "./pyodide/pyodide.mjs";
-  window.pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", location.href).href });
-  await window.pyodide.loadPackage("micropip");
   document.body.dataset.ready = "1";
 </script>
 """
@@ -88,9 +72,7 @@ def site(tmp_path_factory):
     if not (WHEELS / "manifest.json").exists():
         pytest.fail("browser assets missing: run python3 build.py setup", pytrace=False)
     root = tmp_path_factory.mktemp("plain-site")
-    server, base = serve_app(
-        root, {"index.html": PAGE, "worker.html": WORKER_PAGE, "bare.html": BARE_PAGE}
-    )
+    server, base = serve_app(root, {"index.html": PAGE, "worker.html": WORKER_PAGE})
     yield base, wheel_name()
     server.shutdown()
 
@@ -210,24 +192,3 @@ def test_open_memory_rejects_bad_arguments_with_typed_errors(context, site):
     )
     caught = json.loads(page.evaluate("(code) => window.pyodide.runPythonAsync(code)", code))
     assert caught == ["ValidationError", "ValidationError", "StoreClosedError"]
-
-
-def test_readmes_pyodide_snippet_prints_what_readme_shows(context, site):
-    base, wheel = site
-    text = BROWSER_PAGE.read_text(encoding="utf-8")
-    section = text[text.index("## In your own Pyodide") :]
-    code, shown = re.findall(r"```(?:python)?\n(.*?)```", section, re.S)[:2]
-    url = "https://your.site/wheels/pymemory_agent-0.1.0-py3-none-any.whl"
-    assert url in code and url.endswith(wheel), "docs/browser.md names the wheel this build makes"
-    page = open_page(context, f"{base}/bare.html", [])
-    printed: list[str] = []
-    page.on("console", lambda msg: printed.append(msg.text))
-    page.wait_for_function("document.body.dataset.ready === '1'", timeout=BOOT_TIMEOUT_MS)
-    page.evaluate(
-        "(code) => window.pyodide.runPythonAsync(code)", code.replace(url, f"{base}/{wheel}")
-    )
-    date = re.compile(r"\[message \d{4}-\d{2}-\d{2}\]")
-    assert [date.sub("[message DATE]", line) for line in printed if "message" in line] == [
-        date.sub("[message DATE]", shown.strip())
-    ]
-    assert page.errors == []
