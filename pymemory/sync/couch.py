@@ -15,6 +15,7 @@ import json
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
+from ..checks import check_str
 from ..errors import SyncError, ValidationError, shown
 from .transport import Transport, WireCount
 
@@ -24,14 +25,17 @@ Auth = tuple[str, str] | str | None
 def _auth_header(auth: Auth) -> str | None:
     if auth is None:
         return None
-    if isinstance(auth, str):
-        return auth  # a ready Authorization value, e.g. "Bearer <jwt>"
+    if isinstance(auth, str):  # a ready Authorization value, e.g. "Bearer <jwt>"
+        if not auth.isascii() or not auth.isprintable():
+            raise ValidationError("an auth header value must be printable ASCII")
+        return auth
     if (
         isinstance(auth, tuple)
         and len(auth) == 2
         and all(isinstance(part, str) for part in auth)
     ):
-        token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+        user, password = (check_str("auth", part) for part in auth)  # UTF-8, as CouchDB reads
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
         return f"Basic {token}"
     raise ValidationError("auth must be (user, password), an Authorization header value or None")
 

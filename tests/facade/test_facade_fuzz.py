@@ -112,6 +112,8 @@ def _baseline(name: str, seed_id: str, lines: list[str]) -> dict[str, Any]:
         "import_": {"lines": lines, "on_conflict": "skip"},
         "retrieve": {"query": "tea"},
         "search": {"query": "tea"},
+        # nothing listens on the discard port: a round that passed the checks fails typed
+        "sync": {"url": "http://127.0.0.1:9/fuzz"},
         "update": {"id": seed_id},
     }.get(name, {})
 
