@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pymemory")
 
 Callback = Callable[[], None]
+CLOSE_WAIT_S = 5.0
 
 
 class Listener:
@@ -102,5 +103,9 @@ class Listener:
         self._callbacks.clear()
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            # Bounded: a connection stuck in a driver call must not hang close() forever.
+            done, _ = await asyncio.wait({self._task}, timeout=CLOSE_WAIT_S)
+            if not done:
+                log.warning("change notifications: the listener did not stop in %s s", CLOSE_WAIT_S)
+            elif not self._task.cancelled() and self._task.exception() is not None:
+                log.warning("change notifications: the listener failed: %r", self._task.exception())
