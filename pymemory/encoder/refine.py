@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ValidationError
 from ..item import MemoryItem
+from ..models.runtime import yield_to_calls
 
 if TYPE_CHECKING:
     from . import Refiner
@@ -95,6 +96,7 @@ class RefineWorker:
             return  # the item was deleted while the model worked
         if not content:
             return
+        await yield_to_calls()  # the write is this thread's work: not during a call
         async with self._lock:
             current = self._get(item_id)
             # Only replace what stage 1 wrote: a user edit in the meantime wins.

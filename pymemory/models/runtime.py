@@ -9,6 +9,8 @@ post-processing live outside, in numpy, shared by both.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -51,16 +53,21 @@ def background() -> Iterator[None]:
 class CallGate:
     """The user's calls in flight, and the gate background inference waits at.
 
-    A call (``with CALLS.call():``) closes the gate until it ends; background inference
-    awaits :meth:`turn` before every model step (a generated token, an embedding batch),
-    so it runs between calls, not during them. A step already running finishes. Nothing
-    starves: a step waits at most ``max_wait_s``, then runs anyway (counted in
-    ``overlapped``), so background work progresses under a steady stream of calls."""
+    A call (``with CALLS.call():``) closes the gate until it ends and ``quiet_s`` more
+    have passed with no call: calls come in bursts (an add, then a retrieve, then the
+    next add a few ms later), and a step started in such a gap would be met by the next
+    call. Background inference awaits :meth:`turn` before every model step (a generated
+    token, an embedding batch, a vector commit), so it runs between bursts, not during
+    them. A step already running finishes. Nothing starves: a step waits at most
+    ``max_wait_s``, then runs anyway (counted in ``overlapped``), so background work
+    progresses under a steady stream of calls."""
 
-    def __init__(self, max_wait_s: float = 0.5) -> None:
+    def __init__(self, max_wait_s: float = 0.5, quiet_s: float = 0.05) -> None:
         self.max_wait_s = max_wait_s
+        self.quiet_s = quiet_s
         self.in_flight = 0
-        self._waiting: list[asyncio.Future[None]] = []  # steps waiting for the calls to end
+        self.last_end = -float("inf")  # time.monotonic() when the last call ended
+        self._changed: list[asyncio.Future[None]] = []  # steps waiting for a call to end
         self.steps = 0  # background steps taken
         self.waited = 0  # of them, how many waited for a call to end
         self.overlapped = 0  # of them, how many ran during a call (the wait ran out)
@@ -73,28 +80,35 @@ class CallGate:
         finally:
             self.in_flight -= 1
             if self.in_flight == 0:
-                waiting, self._waiting = self._waiting, []
+                self.last_end = time.monotonic()
+                waiting, self._changed = self._changed, []
                 for step in waiting:
                     if not step.done() and not step.get_loop().is_closed():
                         step.set_result(None)
 
+    def _quiet_for(self, now: float) -> float:
+        """How much longer the gate stays closed (0: open)."""
+        if self.in_flight:
+            return float("inf")
+        return max(0.0, self.last_end + self.quiet_s - now)
+
     async def turn(self) -> None:
-        """Before one background step: wait until no call is in flight (bounded)."""
+        """Before one background step: wait until no call was in flight for ``quiet_s``
+        (at most ``max_wait_s`` in all)."""
         self.steps += 1
-        if self.in_flight == 0:
+        if self._quiet_for(time.monotonic()) == 0:
             return
         self.waited += 1
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.max_wait_s
-        # Woken when the calls end, a step may find the next call already started: wait on.
-        while self.in_flight:
-            step = loop.create_future()
-            self._waiting.append(step)
-            try:
-                await asyncio.wait_for(step, deadline - loop.time())
-            except TimeoutError:
-                self.overlapped += 1
+        deadline = time.monotonic() + self.max_wait_s
+        while (left := self._quiet_for(now := time.monotonic())) > 0:
+            if now >= deadline:
+                self.overlapped += self.in_flight > 0  # else it runs in a gap of a burst
                 return
+            step = asyncio.get_running_loop().create_future()
+            self._changed.append(step)
+            # Woken when the calls end, or when the quiet time or the wait is over.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(step, min(left, deadline - now))
 
     def stats(self) -> dict[str, int]:
         return {"steps": self.steps, "waited": self.waited, "overlapped": self.overlapped}

@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import ValidationError
 from ..item import MemoryItem
 from ..models.embedding import Embedder
-from ..models.runtime import urgent
+from ..models.runtime import urgent, yield_to_calls
 from ..storage import Writes, changes, schema
 from .catalog import Catalog, dense_text
 from .vectors_kv import KvVectorStore
@@ -140,6 +140,7 @@ class DenseIndex:
         if not items:
             return
         texts = [dense_text(i) for i in items]
+        await yield_to_calls()  # before tokenizing (this thread), as before each model batch
         vectors = await self.embedder.embed(texts)
         batch = self.vectors.encode([i.id for i in items], vectors)
 
@@ -148,6 +149,7 @@ class DenseIndex:
             keep = [j for j, raw in enumerate(values) if _stored_dense_text(raw) == texts[j]]
             return Writes([batch.puts[j] for j in keep], result=keep)
 
+        await yield_to_calls()  # the commit is this thread's work too
         async with self._writer.lock:
             keep = await self._writer.commit_vectors([i.id for i in items], write)
             self.vectors.apply_local(batch, keep=keep)
@@ -183,12 +185,9 @@ class DenseIndex:
         notes = (f"{missing} item(s) not embedded yet: ranked by BM25 only",) if missing else ()
 
         def cosine_of(slots: np.ndarray) -> np.ndarray:
-            ids = [catalog.id_at[s] for s in slots.tolist()]
-            have = [j for j, i in enumerate(ids) if i in vectors]
-            out = np.full(len(ids), np.nan)
-            if have:
-                out[have] = vectors.scores(query_vec, [ids[j] for j in have])
-            return out
+            id_at = catalog.id_at  # one pass: vector rows of the slots' items, -1 for none
+            rows = vectors.slots_of(id_at[s] for s in slots.tolist())
+            return vectors.scores(query_vec, rows).astype(np.float64)  # NaN where -1
 
         return DenseHits(
             np.array([h[0] for h in hits], dtype=np.int64),

@@ -81,6 +81,20 @@ NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16, "int8": np.int8}
 #: enough to stay in cache, and below the size where a threaded BLAS starts threads, whose
 #: start-up cost dominates a matrix-vector product).
 BLOCK_ROWS = 1024
+
+
+def _have_blas() -> bool:
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]  # type: ignore[func-returns-value]
+    except Exception:  # an older numpy: assume the usual wheels' BLAS
+        return True
+    return bool(blas.get("found"))
+
+
+#: Without a BLAS (Pyodide's numpy), numpy's own ``dot`` loop is 1.7x slower than
+#: ``einsum`` for the scan (3.5 against 5.9 ms over 10k x 384 there, the same float32
+#: scores); with one, ``dot`` is 2x faster than ``einsum``.
+HAVE_BLAS = _have_blas()
 MAX_DIM = 65535
 
 
@@ -389,7 +403,10 @@ class InMemoryVectorStore:
         """``out = rows @ q`` in float64, upcasting through the reused buffer ``buf``."""
         tmp = buf[: rows.shape[0]]
         np.copyto(tmp, rows, casting="unsafe")
-        np.dot(tmp, q, out=out)
+        if HAVE_BLAS:
+            np.dot(tmp, q, out=out)
+        else:
+            np.einsum("ij,j->i", tmp, q, out=out)
 
     def _slot_scores(self, q: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """Cosine scores (float32) of live ``slots`` (no checks)."""

@@ -30,6 +30,21 @@ async def test_a_step_waits_for_the_call_and_runs_when_it_ends():
     assert gate.stats() == {"steps": 2, "waited": 1, "overlapped": 0}
 
 
+async def test_a_step_waits_for_a_quiet_time_after_the_last_call():
+    gate = CallGate(max_wait_s=5, quiet_s=0.2)
+    with gate.call():
+        pass
+    step = asyncio.ensure_future(gate.turn())
+    await asyncio.sleep(0.05)
+    with gate.call():  # the next call of a burst: the quiet time starts again after it
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.1)
+    assert not step.done()
+    await asyncio.wait_for(step, 1)
+    await gate.turn()  # quiet since: no wait
+    assert gate.stats() == {"steps": 2, "waited": 1, "overlapped": 0}
+
+
 async def test_nothing_starves_under_a_call_that_never_ends():
     gate = CallGate(max_wait_s=0.05)
     with gate.call():
@@ -71,7 +86,7 @@ async def calls_meanwhile(memory: Memory, busy: asyncio.Future, texts: list[str]
         await memory.retrieve("deploy key rotation")
         await memory.list(limit=3)
         n += 1
-        await asyncio.sleep(0.02)  # the user reads; the model may take a step
+        await asyncio.sleep(0.1)  # the user reads (longer than the gate's quiet time)
     return n
 
 
