@@ -271,11 +271,13 @@ class MemoryVersion:
     """One version of a memory in ``Memory.history()``: the item as it was, valid from
     ``valid_from`` until ``valid_to`` (epoch ms; None for the current version). The first
     version is valid from the item's ``timestamp``, each later one from the update that
-    replaced the one before."""
+    replaced the one before. ``conflict``: a version that lost a sync conflict (another
+    device's edit won, docs/sync.md); it is off the line of versions above."""
 
     item: MemoryItem
     valid_from: int
     valid_to: int | None = None
+    conflict: bool = False
 
 
 def dumps(value: Any) -> str:

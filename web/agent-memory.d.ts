@@ -45,7 +45,11 @@ export declare const ERROR_CODES: readonly ErrorCode[];
 export declare class MemoryError extends Error {
   readonly name: "MemoryError";
   readonly code: ErrorCode;
-  constructor(code: ErrorCode, message: string);
+  /** only on the errors that say (sync_failed, storage_error): true when the same call may
+   * succeed later (the hub was unreachable, answered 5xx or timed out), false when it
+   * would fail the same way (refused credentials, not a CouchDB database) */
+  readonly retryable?: boolean;
+  constructor(code: ErrorCode, message: string, options?: { retryable?: boolean });
 }
 
 export interface MemoryItem {
@@ -249,11 +253,13 @@ export interface ClearFilter {
 }
 
 /** One version of a memory (`history`): the item as it was, from `validFrom` until
- * `validTo` (epoch ms; null for the current version). */
+ * `validTo` (epoch ms; null for the current version). `conflict`: a version that lost a
+ * sync conflict to another device's edit (docs/sync.md), kept beside the line of versions. */
 export interface MemoryVersion {
   item: MemoryItem;
   validFrom: number;
   validTo: number | null;
+  conflict: boolean;
 }
 
 /** Bytes of one downloaded (or cached) file: boot assets, then model files. */
@@ -310,7 +316,19 @@ export interface SyncStatus {
   /** the last round that succeeded, and when (epoch ms) */
   last?: SyncResult;
   atMs?: number;
-  error?: { code: ErrorCode; message: string } | null;
+  error?: { code: ErrorCode; message: string; retryable?: boolean } | null;
+  /** the round running now, refreshed every 250 ms while `state` is "syncing"; null
+   * before its first refresh and after it ends */
+  round?: SyncRound | null;
+}
+
+/** A sync round as it runs: its phase, the records pushed and pulled so far (after each
+ * batch or page) and when it started (epoch ms). */
+export interface SyncRound {
+  phase: "push" | "pull";
+  pushed: number;
+  pulled: number;
+  startedMs: number;
 }
 
 /** What one sync round did (docs/sync.md). */
@@ -328,7 +346,7 @@ export interface SyncResult {
   requests: number;
   seconds: number;
   /** the round at `ready` failed (the store opened anyway) */
-  error?: { code: ErrorCode; message: string };
+  error?: { code: ErrorCode; message: string; retryable?: boolean };
 }
 
 export interface SyncOptions {
@@ -338,8 +356,12 @@ export interface SyncOptions {
   /** null, an Authorization value ("Bearer <jwt>") or HTTP basic credentials */
   auth?: string | { username: string; password: string } | null;
   /** keep syncing in the background (every 5 s, backing off while the hub fails), in
-   * the worker of the tab that runs the store; default false */
+   * the worker of the tab that runs the store (started again in the worker of a tab
+   * that takes over); default false */
   live?: boolean;
+  /** how long one request to the hub may take, in ms, before the round fails with
+   * sync_failed (retryable); default 30000 */
+  timeoutMs?: number;
 }
 
 export interface StorageStatus {
@@ -385,6 +407,8 @@ export interface Stats {
     pending: number | null;
     lastRound?: { pushed: number; pulled: number; conflicts: number };
     live: Array<{ running: boolean; rounds: number; failures: number; lastError: string | null }>;
+    /** the round running now in the store's worker (a live one too), null between rounds */
+    round?: SyncRound | null;
   };
 }
 

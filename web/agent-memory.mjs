@@ -20,7 +20,7 @@ import {
   syncOptions,
 } from "./options.mjs";
 import { PRESETS, resolveStrategy, strategies } from "./presets.mjs";
-import { MUTATIONS } from "./protocol.mjs";
+import { MUTATIONS, wireError } from "./protocol.mjs";
 
 export {
   ASSET_DEFAULTS,
@@ -54,8 +54,9 @@ function asObject(name, value) {
  * storageReserveBytes (room writes leave under the quota the browser reports);
  * encryption ({ passphrase } or { key: CryptoKey }, optional iterations for a
  * new store: values AES-256-GCM encrypted at rest; a wrong one rejects `ready` with
- * wrong_key); sync ({ url, auth?, live? }: a CouchDB database to sync with, docs/sync.md;
- * `ready` runs a round first, `sync()` another); asset locations: assetsUrl (the package folder) and the overrides in
+ * wrong_key); sync ({ url, auth?, live?, timeoutMs? }: a CouchDB database to sync with,
+ * docs/sync.md; `ready` runs a round first, `sync()` another, status.sync follows them);
+ * asset locations: assetsUrl (the package folder) and the overrides in
  * ASSET_DEFAULTS (workerUrl, wheelsUrl, modelsUrl, pyodideUrl, onnxruntimeUrl, tiktokenUrl).
  * Throws MemoryError invalid_input (invalid_strategy for a bad strategy) naming the
  * option for an unknown option or a value of the wrong type or range, before anything
@@ -91,21 +92,35 @@ export function createAgentMemory(options = {}) {
   }
 
   // A round with the hub before the store opens (a new device of an encrypted store
-  // learns the store's key there); its failure shows in status.sync.
+  // learns the store's key there); its failure shows in status.sync. While it runs,
+  // status.sync.round follows it (watchRound).
   const syncRound = async (atOpen) => {
     const mark = (patch) => conn._setStatus({ ...conn.status, sync: { ...conn.status.sync, dbName, ...patch } });
-    mark({ state: "syncing" });
+    mark({ state: "syncing", round: null });
+    const stopWatching = watchRound(() => conn.call(dbName, "syncStatus", {}, undefined, unlock), (round) => {
+      if (conn.status.sync?.dbName === dbName && conn.status.sync.state === "syncing") mark({ round });
+    });
     try {
       const result = await call("sync", { ...syncing, atOpen });
-      mark(result.error ? { state: "error", error: result.error } : { state: "idle", last: result, atMs: Date.now(), error: null });
+      stopWatching();
+      mark(result.error ? { state: "error", error: result.error, round: null } : { state: "idle", last: result, atMs: Date.now(), error: null, round: null });
       return result;
     } catch (err) {
-      mark({ state: "error", error: { code: err.code, message: err.message } });
+      stopWatching();
+      mark({ state: "error", error: wireError(err), round: null });
       throw err;
     }
   };
   const opened = conn.ready.then(() => (syncing ? syncRound(true) : null)).then(() => call("open", {}));
   opened.catch(() => {});
+  // A live loop runs in the leader tab's worker and ends with it: when another tab's
+  // worker takes over, every live client asks it again (one round, then the loop; the
+  // worker keeps one loop per database and URL). A failure shows in status.sync.
+  const stopTakeover = syncing?.live
+    ? conn.onTakeover(() => {
+        if (!closed) opened.then(() => syncRound(true)).catch(() => {});
+      })
+    : null;
   // Persistent storage: the answer shows in status.storage.persisted (not awaited by
   // `ready`: a browser may ask the user).
   if (persist) conn.persist().catch(() => {});
@@ -247,9 +262,39 @@ export function createAgentMemory(options = {}) {
 
     async close() {
       closed = true;
+      stopTakeover?.();
     },
   };
   return client;
+}
+
+/** How often status.sync.round is refreshed while a round runs, in ms. */
+const SYNC_ROUND_POLL_MS = 250;
+
+// Ask `poll()` (the worker's syncStatus) for the running round every SYNC_ROUND_POLL_MS,
+// one request at a time, and hand its `round` ({ phase, pushed, pulled, startedMs } or
+// null) to `show` until the returned stop() is called. A failed poll shows nothing.
+function watchRound(poll, show) {
+  let stopped = false;
+  let timer = null;
+  const next = () => {
+    timer = setTimeout(async () => {
+      let state = null;
+      try {
+        state = await poll();
+      } catch {
+        state = undefined;
+      }
+      if (stopped) return;
+      if (state !== undefined) show(state?.round ?? null);
+      next();
+    }, SYNC_ROUND_POLL_MS);
+  };
+  next();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }
 
 function stripNull(obj) {

@@ -23,6 +23,7 @@ export class Connection {
     this.status = { phase: "starting", progress: 0, ready: false, error: null };
     this.statusListeners = new Set();
     this.changeListeners = new Map(); // dbName -> Set<fn>
+    this.takeoverListeners = new Set();
     this.channels = new Map(); // dbName -> BroadcastChannel (change notices)
     this.ready = new Promise((resolve, reject) => {
       this._resolveReady = resolve;
@@ -37,6 +38,9 @@ export class Connection {
       following: () => this._setStatus({ ...this.status, role: "follower" }),
       changed: (db, broadcast) => this._deliver(db, broadcast),
       failed: (err) => this._rejectReady(err),
+      tookOver: () => {
+        for (const fn of this.takeoverListeners) fn();
+      },
     });
     if (!this.tabs.shared) return;
     const timeoutMs = options.bootTimeoutMs ?? DEFAULT_BOOT_TIMEOUT_MS;
@@ -89,6 +93,14 @@ export class Connection {
     this.statusListeners.add(fn);
     fn(this.status);
     return () => this.statusListeners.delete(fn);
+  }
+
+  /** `fn()` runs when a new leader tab took over the store (this tab or another): its
+   * worker started afresh, so what lived only in the old one's (live sync loops) must be
+   * asked for again. Returns its unsubscribe. */
+  onTakeover(fn) {
+    this.takeoverListeners.add(fn);
+    return () => this.takeoverListeners.delete(fn);
   }
 
   /** `fn()` runs whenever a memory of `dbName` may have changed: by a client of this page,

@@ -99,6 +99,7 @@ const host = (log = []) => ({
   following: () => log.push(["following"]),
   changed: (db, broadcast) => log.push(["changed", db, broadcast]),
   failed: (err) => log.push(["failed", err.code]),
+  tookOver: () => log.push(["tookOver"]),
   log,
 });
 const tick = (ms = 5) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -213,6 +214,22 @@ test("when the leader goes: an acknowledged call rejects leader_lost, an unackno
   assert.deepEqual(await unsent, { db: "d", method: "get", params: { id: "x" } });
   assert.deepEqual(b.link.worker.calls, ["get"]);
   assert.ok(bHost.log.some(([k, role, ready]) => k === "status" && role === "leader" && ready));
+});
+
+test("a takeover is announced to the new leader and to the other followers, a first election is not", async () => {
+  const hosts = [host(), host(), host()];
+  const [a, b, c] = hosts.map((h) => new StoreTabs(assets("announce"), {}, h));
+  opened.push(a, b, c);
+  await tick(20);
+  const tookOver = () => hosts.map((h) => h.log.filter(([k]) => k === "tookOver").length);
+  assert.deepEqual(tookOver(), [0, 0, 0]); // b and c met their first leader
+  a.rpc.close();
+  a.link.worker.terminate();
+  locks.release(`pymemory-store:${assets("announce").workerUrl}`);
+  await tick(20);
+  assert.equal(b.role, "leader");
+  assert.equal(c.role, "follower");
+  assert.deepEqual(tookOver(), [0, 1, 1]); // b's worker is new; c's calls now reach it
 });
 
 test("tabs: own leads alone, without a channel or a lock", async () => {

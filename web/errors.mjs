@@ -24,10 +24,14 @@ export const ERROR_CODES = Object.freeze([
   "internal", // a bug: please report it
 ]);
 
+// `retryable` (only on the errors that say, e.g. sync_failed and storage_error): true
+// when the same call may succeed later (the hub was down, answered 5xx or timed out),
+// false when it would fail the same way (wrong credentials, not a CouchDB database).
 export class MemoryError extends Error {
-  constructor(code, message) {
+  constructor(code, message, options = undefined) {
     super(message);
     this.name = "MemoryError";
     this.code = code;
+    if (typeof options?.retryable === "boolean") this.retryable = options.retryable;
   }
 }

@@ -31,6 +31,8 @@ export class StoreTabs {
    *   following()                 this tab follows another
    *   changed(db, broadcast)      the store's worker changed a memory of `db`
    *   failed(err)                 this tab's worker could not start
+   *   tookOver()                  another tab (or this one) took over from a leader that
+   *                               went: its worker starts afresh (no live sync loops)
    */
   constructor(assets, options, host) {
     this.assets = assets;
@@ -96,7 +98,10 @@ export class StoreTabs {
     );
     this.link.ready.catch((err) => this.host.failed(err));
     this.rpc?.postMessage({ t: "leader", from: this.tab });
-    if (wasFollower) this._leaderChanged();
+    if (wasFollower) {
+      this._leaderChanged();
+      this.host.tookOver?.();
+    }
   }
 
   _follow() {
@@ -138,10 +143,13 @@ export class StoreTabs {
     switch (data.t) {
       case "leader":
       case "status": {
-        const changed = this.leader !== data.from;
+        const before = this.leader;
         this.leader = data.from;
         if (data.t === "status") this.host.workerStatus(data.status, "follower");
-        if (changed) this._leaderChanged();
+        if (before !== data.from) {
+          this._leaderChanged();
+          if (before !== null) this.host.tookOver?.(); // not the first leader this tab met
+        }
         break;
       }
       case "change":

@@ -199,15 +199,18 @@ export function encryptionUnlock(encryption) {
   return { id: crypto.randomUUID(), ...secret, ...(iterations != null ? { iterations } : {}) };
 }
 
-/** The `sync` option ({ url, auth?, live? }) as the client sends it with `sync` calls
- * (undefined without one): `url` an http(s) CouchDB database URL; `auth` null, an
- * Authorization value ("Bearer <jwt>") or { username, password }; `live` (false): keep
- * syncing in the leader tab's worker. Throws invalid_input. */
+/** The `sync` option ({ url, auth?, live?, timeoutMs? }) as the client sends it with
+ * `sync` calls (undefined without one): `url` an http(s) CouchDB database URL; `auth`
+ * null, an Authorization value ("Bearer <jwt>") or { username, password }; `live`
+ * (false): keep syncing in the leader tab's worker; `timeoutMs` (SYNC_TIMEOUT_MS): how
+ * long one request to the hub may take before the round fails with sync_failed
+ * (retryable). Throws invalid_input. */
+export const SYNC_TIMEOUT_MS = 30_000; // Python's sync.transport.DEFAULT_TIMEOUT_S
 export function syncOptions(sync) {
   if (sync == null) return undefined;
   const bad = (message) => new MemoryError("invalid_input", `sync: ${message}`);
-  if (typeof sync !== "object" || Array.isArray(sync)) throw bad("must be { url, auth?, live? }");
-  const { url: where, auth = null, live = false, ...rest } = sync;
+  if (typeof sync !== "object" || Array.isArray(sync)) throw bad("must be { url, auth?, live?, timeoutMs? }");
+  const { url: where, auth = null, live = false, timeoutMs = SYNC_TIMEOUT_MS, ...rest } = sync;
   if (Object.keys(rest).length) throw bad(`unknown option(s) ${Object.keys(rest).join(", ")}`);
   let parsed = null;
   try {
@@ -228,5 +231,7 @@ export function syncOptions(sync) {
     throw bad('auth must be null, an Authorization value ("Bearer ...") or { username, password }');
   }
   if (typeof live !== "boolean") throw bad("live must be true or false");
-  return { url: String(where), auth, live };
+  const timeout = wholeIn(1, 2 ** 31 - 1)(timeoutMs);
+  if (timeout !== true) throw bad(`timeoutMs must be ${timeout}`);
+  return { url: String(where), auth, live, timeoutMs };
 }

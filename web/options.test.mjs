@@ -86,14 +86,17 @@ test("distance is the edit distance", () => {
   assert.equal(distance("same", "same"), 0);
 });
 
-test("the sync option: url, auth, live checked; unknown fields refused", async () => {
-  const { syncOptions } = await import("./options.mjs");
+test("the sync option: url, auth, live, timeoutMs checked; unknown fields refused", async () => {
+  const { syncOptions, SYNC_TIMEOUT_MS } = await import("./options.mjs");
   assert.equal(syncOptions(undefined), undefined);
   assert.deepEqual(syncOptions({ url: "http://127.0.0.1:5984/memory-alice" }), {
     url: "http://127.0.0.1:5984/memory-alice",
     auth: null,
     live: false,
+    timeoutMs: SYNC_TIMEOUT_MS,
   });
+  assert.equal(SYNC_TIMEOUT_MS, 30_000);
+  assert.equal(syncOptions({ url: "http://h/db", timeoutMs: 1500 }).timeoutMs, 1500);
   assert.deepEqual(syncOptions({ url: "https://h/db", auth: { username: "a", password: "b" }, live: true }).auth, {
     username: "a",
     password: "b",
@@ -104,6 +107,10 @@ test("the sync option: url, auth, live checked; unknown fields refused", async (
     { url: "http://h/db", auth: ["a", "b"] },
     { url: "http://h/db", live: "yes" },
     { url: "http://h/db", every: 5 },
+    { url: "http://h/db", timeoutMs: 0 },
+    { url: "http://h/db", timeoutMs: 1.5 },
+    { url: "http://h/db", timeoutMs: "30000" },
+    { url: "http://h/db", timeoutMs: 2 ** 31 },
     "http://h/db",
   ]) {
     assert.throws(() => syncOptions(bad), (err) => err.code === "invalid_input" && err.message.startsWith("sync:"));

@@ -19,7 +19,7 @@
 //   { op: "progress", id, done, total } progress of a long call (importJsonl)
 // Internal, between instances of the worker file: { op: "prefetch" } -> { op: "prefetched" }
 // (worker/asset-cache.mjs) and { op: "snapshot" } -> { op: "snapshotted" } (worker/snapshot.mjs).
-// Errors travel as { code, message } (wireError) so the stable code survives the trip.
+// Errors travel as { code, message, retryable? } (wireError) so the stable code survives the trip.
 
 import { ERROR_CODES, MemoryError } from "./errors.mjs";
 
@@ -57,6 +57,7 @@ export const METHODS = Object.freeze({
   embed: method(null), // tests: embeddings of texts
   runKvConformance: method("runKvConformance"),
   sync: method("sync", true), // one round with a CouchDB hub (the `sync` option); pulls change memories
+  syncStatus: method(null), // the client polls it during a round (status.sync.round)
   // The agent primitives, `<area>.<name>`, on the same database.
   "blocks.open": method("blocks.open"),
   "blocks.get": method("blocks.get"),
@@ -115,9 +116,11 @@ export function encodeParams(params) {
   }
 }
 
-/** An error as it travels: { code, message } ("internal" when it has no code). */
+/** An error as it travels: { code, message, retryable? } ("internal" when it has no code). */
 export function wireError(err) {
-  return { code: err?.code ?? "internal", message: String(err?.message ?? err) };
+  const out = { code: err?.code ?? "internal", message: String(err?.message ?? err) };
+  if (typeof err?.retryable === "boolean") out.retryable = err.retryable;
+  return out;
 }
 
 /** A failed answer: { ok: false, error: { code, message } }. */
@@ -125,9 +128,9 @@ export function failure(code, message) {
   return { ok: false, error: { code, message: String(message) } };
 }
 
-/** The MemoryError of a travelled { code, message }. */
+/** The MemoryError of a travelled { code, message, retryable? }. */
 export function errorFromWire(error) {
-  return new MemoryError(error.code, error.message);
+  return new MemoryError(error.code, error.message, { retryable: error.retryable });
 }
 
 /** The result of an answer { ok, result | error }, or its MemoryError thrown. */

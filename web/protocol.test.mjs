@@ -30,6 +30,12 @@ test("errors travel as { code, message } and come back as MemoryError", () => {
   const err = protocol.errorFromWire({ code: "conflict", message: "taken" });
   assert.ok(err instanceof MemoryError);
   assert.equal(err.code, "conflict");
+  assert.equal("retryable" in err, false);
+  // sync_failed (and storage_error) say whether the same call may succeed later
+  const down = protocol.errorFromWire({ code: "sync_failed", message: "503", retryable: true });
+  assert.equal(down.retryable, true);
+  assert.deepEqual(protocol.wireError(down), { code: "sync_failed", message: "503", retryable: true });
+  assert.equal(protocol.errorFromWire({ code: "sync_failed", message: "401", retryable: false }).retryable, false);
   assert.equal(protocol.resultOf({ ok: true, result: 3 }), 3);
   assert.throws(() => protocol.resultOf(protocol.failure("wrong_key", "no")), (e) => e.code === "wrong_key");
 });

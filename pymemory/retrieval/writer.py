@@ -24,6 +24,7 @@ from ..errors import NotFoundError, PymemoryError, StoreClosedError
 from ..item import ArchivedItem, MemoryItem
 from ..storage import KvBackend, Writes, changes, schema
 from ..storage.export import ImportResult, Parsed
+from ..storage.history import Past
 from ..storage.transactions import (
     WRITE_CHUNK,
     ImportOutcome,
@@ -278,7 +279,7 @@ class StoreWriter:
         chunk: Sequence[MemoryItem | ArchivedItem],
         checked: Sequence[MemoryItem | ArchivedItem],
         on_conflict: str,
-        pasts: Mapping[str, Sequence[tuple[MemoryItem, int]]],
+        pasts: Mapping[str, Sequence[Past]],
     ) -> ImportOutcome:
         view = self.view
         keys = [k for r in checked for k in (schema.mem_key(r.id), schema.arc_key(r.id))]

@@ -4,6 +4,7 @@
     {"kind":"memory","item":{...}}
     {"kind":"archived","item":{...}}
     {"kind":"version","item":{...},"valid_to":ms}   a past version of an exported memory
+    {"kind":"version","item":{...},"valid_to":ms,"conflict":true}   one a sync conflict set aside
 
 :func:`parse_export` checks every line before the caller writes anything, so bad input
 raises :class:`~pymemory.errors.ImportFormatError` (naming the line) and changes nothing.
@@ -59,11 +60,14 @@ async def export_lines(kv: KvBackend, skip: Collection[str] = ()) -> AsyncIterat
         if schema.hst_id(key) not in exported:
             continue
         try:
-            item, valid_to = history.read_past(raw)
+            past = history.read_record(key, raw)
         except ValidationError as exc:
             log.error("export skips unreadable record %s: %s", key, exc)
             continue
-        yield dumps({"kind": "version", "item": item.to_dict(), "valid_to": valid_to}) + "\n"
+        line = {"kind": "version", "item": past.item.to_dict(), "valid_to": past.valid_to}
+        if past.conflict:
+            line["conflict"] = True
+        yield dumps(line) + "\n"
 
 
 @dataclass(frozen=True)
@@ -81,16 +85,16 @@ class ImportResult:
 class Parsed:
     memories: list[MemoryItem]
     archived: list[ArchivedItem]
-    #: past versions by memory id: (the item as it was, when it was replaced)
-    pasts: dict[str, list[tuple[MemoryItem, int]]]
+    #: past versions by memory id: (the item as it was, when it was replaced, conflict)
+    pasts: dict[str, list[history.Past]]
 
 
 def parse_export(lines: Iterable[str]) -> Parsed:
     """Every record of an export, or ImportFormatError for the first bad line."""
     memories: list[MemoryItem] = []
     archived: list[ArchivedItem] = []
-    pasts: dict[str, list[tuple[MemoryItem, int]]] = {}
-    past_lines: dict[tuple[str, int], int] = {}  # (id, version) -> line number
+    pasts: dict[str, list[history.Past]] = {}
+    past_lines: dict[str, tuple[history.Past, int]] = {}  # hst: key -> (past, line number)
     seen: set[str] = set()
     header = False
     for n, line in enumerate(lines, start=1):
@@ -110,18 +114,25 @@ def parse_export(lines: Iterable[str]) -> Parsed:
             header = True
             continue
         if isinstance(record, dict) and record.get("kind") == "version":
-            if set(record) != {"kind", "item", "valid_to"}:
-                raise ImportFormatError('a version is {"kind", "item", "valid_to"}', n)
+            conflict = "conflict" in record
+            if set(record) - {"conflict"} != {"kind", "item", "valid_to"} or (
+                conflict and record["conflict"] is not True
+            ):
+                raise ImportFormatError(
+                    'a version is {"kind", "item", "valid_to"} (and "conflict": true)', n
+                )
             try:
                 item, valid_to = history.past_from_dict(
                     {"item": record["item"], "valid_to": record["valid_to"]}
                 )
             except ValidationError as exc:
                 raise ImportFormatError(str(exc), n) from None
-            if (item.id, item.version) in past_lines:
+            past = history.Past(item, valid_to, conflict)
+            key = history.past_record(item, valid_to, conflict=conflict)[0]
+            if key in past_lines:
                 raise ImportFormatError(f"version {item.version} of {item.id} appears twice", n)
-            past_lines[item.id, item.version] = n
-            pasts.setdefault(item.id, []).append((item, valid_to))
+            past_lines[key] = (past, n)
+            pasts.setdefault(item.id, []).append(past)
             continue
         if not isinstance(record, dict) or set(record) != {"kind", "item"}:
             raise ImportFormatError('each record is {"kind": ..., "item": {...}}', n)
@@ -142,8 +153,9 @@ def parse_export(lines: Iterable[str]) -> Parsed:
     if not header:
         raise ImportFormatError("empty import: no header line", 1)
     versions = {m.id: m.version for m in memories}
-    for (item_id, version), n in past_lines.items():
-        if version >= versions.get(item_id, 0):
+    for past, n in past_lines.values():
+        item_id, version = past.item.id, past.item.version
+        if version >= versions.get(item_id, 0) and not (past.conflict and item_id in versions):
             raise ImportFormatError(
                 f"version {version} of {item_id} is not a past version of a memory in the import",
                 n,

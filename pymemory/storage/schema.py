@@ -7,6 +7,7 @@
     arc:<id>         an ArchivedItem (id, type, timestamp, content)
     vec:<id>         the item's embedding (retrieval/vectors_kv.py)
     hst:<id>:<ver>   a version of the item that update() replaced (history.py)
+    hst:<id>:<ver>~<tag>   a version that lost a sync conflict (``tag``: a digest of it)
     snap:...         a snapshot of one instance's in-memory indexes (retrieval/snapshot.py):
                      derived data, never logged in the change log, never exported, deleted
                      by every forget; a reader checks it against the change log
@@ -70,6 +71,18 @@ def hst_prefix(item_id: str) -> str:
 def hst_key(item_id: str, version: int) -> str:
     """Zero-padded, so the versions of one item scan in order."""
     return f"{HST}{item_id}:{version:016d}"
+
+
+CONFLICT_MARK = "~"
+
+
+def hst_conflict_key(item_id: str, version: int, tag: str) -> str:
+    """Sorts right after ``hst_key(item_id, version)`` and before the next version."""
+    return f"{hst_key(item_id, version)}{CONFLICT_MARK}{tag}"
+
+
+def is_hst_conflict(key: str) -> bool:
+    return CONFLICT_MARK in key[key.rindex(":") :]
 
 
 def hst_id(key: str) -> str:

@@ -38,7 +38,7 @@ def import_batch(
     chunk: Sequence[MemoryItem | ArchivedItem],
     checked: Sequence[MemoryItem | ArchivedItem],
     on_conflict: str,
-    pasts: Mapping[str, Sequence[tuple[MemoryItem, int]]],
+    pasts: Mapping[str, Sequence[history.Past]],
 ) -> Transaction:
     """The transaction of one import batch: ``values`` holds the stored (memory, archived)
     records of each id of ``checked`` (which includes ``chunk``), in order; ``listed[0]``
@@ -74,7 +74,7 @@ def import_batch(
                     continue
                 item = r if old is None else replace(r, version=max(r.version, old.version + 1))
                 puts.append((schema.mem_key(r.id), item.to_json().encode()))
-                new = [history.past_record(past, at) for past, at in pasts.get(r.id, ())]
+                new = [history.record_of(past) for past in pasts.get(r.id, ())]
                 puts += new
                 written = {key for key, _ in new}
                 deletes += [k for k in stored_pasts.get(r.id, ()) if k not in written]

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from .couch import CouchClient
 from .live import LiveSync, SyncHost
-from .replicator import SyncResult, sync_store
+from .replicator import Progress, SyncResult, sync_store
 from .transport import HttpxTransport, Response, Transport, WireCount
 
 __all__ = [
     "CouchClient",
     "HttpxTransport",
     "LiveSync",
+    "Progress",
     "Response",
     "SyncHost",
     "SyncResult",

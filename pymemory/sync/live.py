@@ -21,7 +21,7 @@ import pymemory.sync.local as L
 from ..errors import PymemoryError, ValidationError
 from ..storage import KvBackend, changes
 from .couch import Auth, split_url
-from .replicator import SyncResult, sync_store
+from .replicator import Progress, SyncResult, sync_store
 from .transport import Transport
 
 log = logging.getLogger("pymemory")
@@ -125,13 +125,19 @@ class SyncHost:
         self._live: list[LiveSync] = []
         #: The runtime's transport factory (the browser's worker sets a fetch one).
         self.transport = transport
+        #: The round running now (None between rounds), as it goes.
+        self.progress: Progress | None = None
 
     async def round(self, url: str, auth: Auth) -> SyncResult:
         async with self._lock:
             transport = None if self.transport is None else self.transport()
+            self.progress = progress = Progress()
             try:
-                result = await sync_store(self.kv, url, auth=auth, transport=transport)
+                result = await sync_store(
+                    self.kv, url, auth=auth, transport=transport, progress=progress
+                )
             finally:
+                self.progress = None
                 if transport is not None:
                     await transport.close()
         await self._after()
@@ -155,18 +161,22 @@ class SyncHost:
             await loop.stop()
 
     async def status(self) -> dict[str, Any]:
-        """When this store last synced (any instance), and how many local commits wait."""
+        """When this store last synced (any instance), how many local commits wait, and
+        this memory's round running now (``round``: None, or its phase and counts)."""
+        running = None if self.progress is None else self.progress.to_dict()
+        live = [x.status() for x in self._live]
         raw = self.kv.inner if hasattr(self.kv, "inner") else self.kv
         last = L.decode(await raw.get(L.LAST_KEY))
         if not isinstance(last, dict):
-            return {"lastSyncMs": None, "pending": None, "live": [x.status() for x in self._live]}
+            return {"lastSyncMs": None, "pending": None, "live": live, "round": running}
         point = L.decode(await raw.get(L.hub_key(str(last.get("hub"))))) or {}
         pending = await changes.read_seq(raw) - int(point.get("pushed", 0))
         return {
             "lastSyncMs": last.get("at"),
             "lastRound": {k: last.get(k) for k in ("pushed", "pulled", "conflicts")},
             "pending": max(0, pending),
-            "live": [x.status() for x in self._live],
+            "live": live,
+            "round": running,
         }
 
 

@@ -8,6 +8,8 @@ stamps with, and its own records under ``sync:`` (never synced, never logged)::
                                                    digest of the local value then, the hub's rev
     sync:unlogged    {"keys": [...]}               pulled keys not yet in the change log
     sync:last        {"at", "pushed", "pulled", "conflicts", "hub", "since"}   the last round
+    sync:lost:<d>    {"k", "v"}                    a conflict's loser on its way to history
+                                                   (losers.py)
 
 Over an :class:`~pymemory.storage.EncryptedKv` the replicator works on its inner backend
 (sealed bytes) and stamps with the store's cipher (:class:`CipherSealer`): it never holds

@@ -14,24 +14,25 @@ page is checked whole (shape; for an encrypted store every stamp, and no record 
 than the one this device holds) and then applied in ONE transaction with the new feed
 position, so a round killed mid-pull resumes at the last applied page. Conflicts are
 decided by :func:`~.records.wins` on every device alike; a local edit that beats the
-hub's version is pushed again at the end of the round, the hub's losing item version is
-kept in the item's history. Pulled keys are then logged in the change log, so every
-``Memory`` over the store re-reads them (``sync:unlogged`` makes that survive a crash).
+hub's version is pushed again at the end of the round, the hub's losing version of an
+item (or of a history record) is kept in the item's history (:mod:`.losers`, which also
+says how every device keeps it under one key). Pulled keys are then logged in the change
+log, so every ``Memory`` over the store re-reads them (``sync:unlogged`` makes that
+survive a crash).
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import pymemory.sync.local as L
+import pymemory.sync.losers as losers
 import pymemory.sync.manifest as manifest
 
 from ..errors import SchemaError, SyncError, SyncIntegrityError
-from ..item import MemoryItem
-from ..storage import KvBackend, Writes, changes, history, iter_prefix, schema
+from ..storage import KvBackend, Writes, changes, iter_prefix, schema
 from .couch import Auth, CouchClient, split_url
 from .local import Local
 from .records import (
@@ -54,8 +55,6 @@ from .records import (
     wins,
 )
 from .transport import Transport, WireCount, default_transport
-
-log = logging.getLogger("pymemory")
 
 #: A local change: the key, its value (None: deleted) and its sync record (None: never).
 Dirty = tuple[str, bytes | None, dict[str, Any] | None]
@@ -91,12 +90,37 @@ class SyncResult:
         }
 
 
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass
+class Progress:
+    """A round as it runs: its ``phase``, the records ``pushed`` and ``pulled`` so far
+    (counted as :class:`SyncResult` counts them, after each batch or page) and when it
+    started (epoch ms). ``SyncHost.status`` shows it as ``round``."""
+
+    phase: Literal["push", "pull"] = "push"
+    pushed: int = 0
+    pulled: int = 0
+    started_ms: int = field(default_factory=now_ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "pushed": self.pushed,
+            "pulled": self.pulled,
+            "startedMs": self.started_ms,
+        }
+
+
 async def sync_store(
     kv: KvBackend,
     url: str,
     *,
     auth: Auth = None,
     transport: Transport | None = None,
+    progress: Progress | None = None,
 ) -> SyncResult:
     """One round (push, then pull) between ``kv`` and the CouchDB database at ``url``.
 
@@ -104,22 +128,24 @@ async def sync_store(
     store, or an encrypted store's inner backend opened without the key (pull only: a new
     device's first sync, after which ``EncryptedKv.open`` unlocks it with the passphrase).
     SyncError (retryable or not) if the hub fails; SchemaError if the hub holds the other
-    kind of store (plain vs encrypted) or an encrypted store under another key."""
+    kind of store (plain vs encrypted) or an encrypted store under another key.
+    ``progress`` (optional) follows the round as it goes."""
     db_url, authorization, _ = split_url(url, auth)
     own = transport is None
     client = CouchClient(db_url, authorization, transport or default_transport())
     try:
-        return await Round(await Local.of(kv), client).run()
+        return await Round(await Local.of(kv), client, progress).run()
     finally:
         if own:
             await client.transport.close()
 
 
 class Round:
-    def __init__(self, local: Local, client: CouchClient) -> None:
+    def __init__(self, local: Local, client: CouchClient, progress: Progress | None) -> None:
         self.local = local
         self.client = client
         self.result = SyncResult(wire=client.wire)
+        self.progress = Progress() if progress is None else progress
         self.device = ""
         self.clock = Clock()
         self.hub = ""
@@ -132,11 +158,14 @@ class Round:
         self.result.hub = self.hub
         await self._load_state()
         await self._flush_unlogged()
+        await losers.keep(self.local)  # those a killed round put aside (the log has them)
         if self.local.can_push:
             await self._push(None)
+        self.progress.phase = "pull"
         if self.local.encrypted:
             await manifest.check(self)  # a dropped delete: refused before anything is pulled
         await self._pull()
+        self.progress.phase = "push"
         if self.retry and self.local.can_push:
             await self._push(sorted(self.retry))
         if self.local.encrypted:
@@ -247,7 +276,7 @@ class Round:
         self.result.seconds = seconds
         self.result.checkpoint = self.since
         last = {
-            "at": time.time_ns() // 1_000_000,
+            "at": now_ms(),
             "pushed": self.result.pushed,
             "pulled": self.result.pulled,
             "conflicts": self.result.conflicts,
@@ -359,6 +388,7 @@ class Round:
                 self.retry.add(key)
             else:
                 self.result.pushed += 1
+        self.progress.pushed = self.result.pushed
         read = keys + [L.meta_key(k) for k in keys] + [manifest.MANIFEST_KEY]
         await self.local.raw.transact(read, record)
 
@@ -412,7 +442,7 @@ class Round:
             changed: list[str] = []
             pulled = conflicts = 0
             retry: list[str] = []
-            losers: list[tuple[str, bytes]] = []
+            lost = 0
             for i, found in enumerate(batch):
                 key, inc = found.key, found.version
                 here, meta = values[i], L.decode(values[n + i])
@@ -437,8 +467,9 @@ class Round:
                         keep = {**record, "x": synced}
                         puts.append((L.meta_key(key), L.encode(keep)))
                         retry.append(key)
-                        if key.startswith(schema.MEM) and here is not None and inc.value:
-                            losers.append((key, inc.value))
+                        if key.startswith(losers.KEPT_PREFIXES) and here and inc.value:
+                            puts.append(losers.put_aside(key, inc.value))
+                            lost += 1
                         continue
                 if inc.value is None:
                     deletes.append(key)
@@ -453,37 +484,14 @@ class Round:
                 puts.append((L.UNLOGGED_KEY, L.encode({"keys": keys_now})))
                 if values[2 * n + 1] is None and not encrypted:
                     puts.append(schema.version_record(schema.SCHEMA_VERSION))
-            return Writes(puts, deletes, result=(changed, pulled, conflicts, retry, losers))
+            return Writes(puts, deletes, result=(changed, pulled, conflicts, retry, lost))
 
-        changed, pulled, conflicts, retry, losers = await self.local.raw.transact(read, apply)
+        changed, pulled, conflicts, retry, lost = await self.local.raw.transact(read, apply)
         self.result.pulled += pulled
         self.result.conflicts += conflicts
+        self.progress.pulled = self.result.pulled
         self.retry.update(retry)
         if changed:
             await self._flush_unlogged(last)
-        if losers:
-            await self._keep_losers(losers)
-
-    async def _keep_losers(self, losers: list[tuple[str, bytes]]) -> None:
-        """The hub's versions of items a local edit beat, into the items' history (through
-        the host store, so they are sealed and logged like any write)."""
-        host, sealer = self.local.host, self.local.sealer
-        if self.local.encrypted and sealer is None:
-            return
-        valid_to = time.time_ns() // 1_000_000
-        puts = []
-        for key, raw in losers:
-            try:
-                plain = raw if sealer is None else await sealer.open(key, raw)
-                puts.append(history.past_record(MemoryItem.from_json(plain), valid_to))
-            except Exception as exc:  # a loser we cannot read is not kept; the round goes on
-                log.warning("sync: could not keep the losing version of %s: %s", key, exc)
-        if not puts:
-            return
-        hst = [k for k, _ in puts]
-
-        def keep(values: list[bytes | None], _: list[list[str]]) -> Writes:
-            return Writes([p for p, v in zip(puts, values, strict=True) if v is None])
-
-        await changes.commit(host, hst, keep)
-        self.retry.update(hst)  # pushed at the end of this round
+        if lost:
+            self.retry.update(await losers.keep(self.local))  # pushed at the end of the round

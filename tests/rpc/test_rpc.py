@@ -53,6 +53,7 @@ async def test_history_in_js_naming(api):
     assert first["item"]["content"] == "The office is on floor 3." and first["item"]["version"] == 1
     assert current["item"]["content"] == "The office is on floor 5." and current["validTo"] is None
     assert first["validTo"] == current["validFrom"] and first["validFrom"] == added["timestamp"]
+    assert first["conflict"] is False and current["conflict"] is False
 
 
 async def test_errors_carry_codes(api):

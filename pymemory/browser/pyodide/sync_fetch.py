@@ -67,9 +67,10 @@ class FetchTransport:
         return None
 
 
-def fetch_transport() -> FetchTransport:
-    """The factory ``SyncHost.transport`` takes in the browser."""
-    return FetchTransport()
+def fetch_transport(*, timeout_s: float = DEFAULT_TIMEOUT_S) -> FetchTransport:
+    """The factory ``SyncHost.transport`` takes in the browser (``timeout_s``: each
+    request's bound; the JS client's ``sync.timeoutMs``)."""
+    return FetchTransport(timeout_s=timeout_s)
 
 
 __all__ = ["FetchTransport", "fetch_transport"]

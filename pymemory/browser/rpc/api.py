@@ -22,10 +22,18 @@ from ...memory import ImportResult, Memory
 from ...models.embedding import EmbedderUnavailableError, HashingEmbedder
 from ...storage import KvBackend
 from ...storage.encrypted import KEYRING_KEY, EncryptedKv
-from .envelope import error_answer, ok_answer, parse_params
+from .envelope import error_answer, error_js, ok_answer, parse_params
 from .methods import ADD_FIELDS, METHODS, handler_name
 from .params import check_params, py_names
-from .sync_rpc import TransportFactory, auth_from_js, check_url, first_pull, result_js
+from .sync_rpc import (
+    TransportFactory,
+    auth_from_js,
+    check_url,
+    first_pull,
+    result_js,
+    timed,
+    timeout_s,
+)
 from .unlock import Unlock
 from .wire import archived_js, item_js, retrieval_js, stats_js
 
@@ -37,6 +45,10 @@ Handler = Callable[..., Awaitable[Any]]
 
 #: The Unlock of the call being served (None: the call brought no key).
 _UNLOCK: ContextVar[Unlock | None] = ContextVar("pymemory_unlock", default=None)
+
+#: Methods that never open the database themselves: ``sync`` pulls a new encrypted
+#: device's key record before it opens; ``syncStatus`` is polled during that pull.
+NO_OPEN = frozenset({"sync", "syncStatus"})
 
 _ENCRYPTED = (
     "database {db!r} is encrypted: open it with its passphrase or key "
@@ -102,7 +114,7 @@ class RpcApi:
             handler = None if spec is None else self.handler(method)
             if spec is None or handler is None:
                 return error_answer("unknown_method", f"unknown method {shown(method)}")
-            if (key is not None or db in self._memories) and method != "sync":
+            if (key is not None or db in self._memories) and method not in NO_OPEN:
                 await self.memory(db)  # the call's key opens or is checked, even for close
             params = spec.check(parse_params(params_json, spec))
             if spec.progress:
@@ -111,7 +123,7 @@ class RpcApi:
                 result = await handler(db, params)
             return ok_answer(method, result)
         except PymemoryError as exc:
-            return error_answer(exc.code, str(exc))
+            return error_answer(exc.code, str(exc), getattr(exc, "retryable", None))
         except Exception as exc:  # a bug, not bad input: report it, keep the worker alive
             log.exception("internal error in %s", method)
             return error_answer("internal", f"{type(exc).__name__}: {exc}")
@@ -245,7 +257,12 @@ class RpcApi:
     async def _m_history(self, db: str, p: dict[str, Any]) -> list[dict[str, Any]]:
         versions = await (await self.memory(db)).history(p["id"])
         return [
-            {"item": item_js(v.item), "validFrom": v.valid_from, "validTo": v.valid_to}
+            {
+                "item": item_js(v.item),
+                "validFrom": v.valid_from,
+                "validTo": v.valid_to,
+                "conflict": v.conflict,
+            }
             for v in versions
         ]
 
@@ -328,26 +345,39 @@ class RpcApi:
         url: a worker that took over from another tab's starts it again). ``atOpen`` (a
         client's ``ready``): a failed round is reported in the result's ``error`` instead
         of raised, so a device opens offline; but a new encrypted device that cannot pull
-        the hub's key record fails."""
+        the hub's key record fails. ``timeoutMs``: each request's bound (default 30 s;
+        the database's later rounds, live ones included, keep the last value given)."""
         auth = auth_from_js(p.get("auth"))
         url = check_url(p["url"], auth)
         live, at_open = p.get("live", False), p.get("atOpen", False)
         if not isinstance(live, bool) or not isinstance(at_open, bool):
             raise ValidationError("live and atOpen must be booleans")
+        transport = timed(self.sync_transport, timeout_s(p.get("timeoutMs")))
         pulled = None
         if db not in self._memories and _UNLOCK.get() is not None:
-            pulled = await first_pull(self._kv_factory, db, url, auth, self.sync_transport)
+            pulled = await first_pull(self._kv_factory, db, url, auth, transport)
         memory = await self.memory(db)
+        memory.syncs.transport = transport
         try:
             out = result_js(await memory.sync(url, auth=auth), pulled)
         except PymemoryError as exc:
             if not at_open:
                 raise
-            out = {"error": {"code": exc.code, "message": str(exc)}}
+            out = {"error": error_js(exc)}
         running = self._live.get((db, url))
         if live and (running is None or not running.running):
             self._live[(db, url)] = await memory.sync(url, auth=auth, live=True)
         return out
+
+    async def _m_syncStatus(self, db: str, p: dict[str, Any]) -> dict[str, Any] | None:
+        """The database's sync state (``Memory.stats()["sync"]``: ``round`` is the round
+        running now, None between rounds), or None while the database is not open here
+        for the call's key (e.g. during a new encrypted device's first pull): polling it
+        never opens a database, and tells a caller without the key nothing."""
+        memory = self._memories.get(db)
+        if memory is None or not self._admitted(db, _UNLOCK.get()):
+            return None
+        return await memory.syncs.status()
 
     async def embedder(self) -> Any:
         """The local embedding model, made on first use by ``embedder_factory``."""

@@ -12,7 +12,7 @@ import json
 import logging
 from typing import Any
 
-from ...errors import ValidationError
+from ...errors import PymemoryError, ValidationError
 from ...item import MAX_JSON_DEPTH, check_json_depth
 from .methods import Method
 
@@ -37,9 +37,22 @@ def parse_params(params_json: Any, method: Method) -> Any:
         raise ValidationError(f"parameters are not JSON: {exc}") from None
 
 
-def error_answer(code: str, message: str) -> str:
-    """The answer of a call that failed with the stable ``code``."""
-    return json.dumps({"ok": False, "error": {"code": code, "message": message}})
+def error_answer(code: str, message: str, retryable: bool | None = None) -> str:
+    """The answer of a call that failed with the stable ``code``; ``retryable`` (errors
+    that say, e.g. ``sync_failed``): whether the same call may succeed later."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if isinstance(retryable, bool):
+        error["retryable"] = retryable
+    return json.dumps({"ok": False, "error": error})
+
+
+def error_js(exc: PymemoryError) -> dict[str, Any]:
+    """A pymemory error as a result's ``error`` field: ``{code, message, retryable?}``."""
+    error: dict[str, Any] = {"code": exc.code, "message": str(exc)}
+    retryable = getattr(exc, "retryable", None)
+    if isinstance(retryable, bool):
+        error["retryable"] = retryable
+    return error
 
 
 def ok_answer(method: str, result: Any) -> str:

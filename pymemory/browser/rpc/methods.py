@@ -84,7 +84,9 @@ CORE_METHODS: dict[str, Method] = {
     "embed": _method("texts inputIds raw"),
     "runKvConformance": _method(),
     # One round with a CouchDB hub (docs/sync.md); pulled changes change memories.
-    "sync": _method("url auth live atOpen", "url", mutates=True),
+    "sync": _method("url auth live atOpen timeoutMs", "url", mutates=True),
+    # The database's sync state now (the client polls it during a round: status.sync.round).
+    "syncStatus": _method(),
 }
 
 #: The agent primitives' methods (documented in :mod:`.agent_api`).

@@ -20,9 +20,13 @@ from ...storage.schema import META_SCHEMA
 from ...sync import CouchClient, SyncResult, Transport, sync_store
 from ...sync.couch import Auth, split_url
 from ...sync.records import STORE_DOC
-from ...sync.transport import default_transport
+from ...sync.transport import DEFAULT_TIMEOUT_S, HttpxTransport, default_transport
 
-TransportFactory = Callable[[], Transport]
+#: A runtime's transport maker; ``timeout_s`` (optional) bounds each request.
+TransportFactory = Callable[..., Transport]
+
+#: The longest ``timeoutMs`` a client may give (setTimeout's bound, ~24.8 days).
+MAX_TIMEOUT_MS = 2**31 - 1
 
 
 def auth_from_js(value: Any) -> Auth:
@@ -44,6 +48,23 @@ def check_url(url: Any, auth: Auth) -> str:
     """``url`` if it names a database on an http(s) hub (ValidationError if not)."""
     split_url(url, auth)
     return url
+
+
+def timeout_s(value: Any) -> float:
+    """The client's ``timeoutMs`` (each request to the hub; default 30 s) in seconds."""
+    if value is None:
+        return DEFAULT_TIMEOUT_S
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TIMEOUT_MS:
+        raise ValidationError(f"timeoutMs must be a whole number from 1 to {MAX_TIMEOUT_MS}")
+    return value / 1000
+
+
+def timed(factory: TransportFactory | None, seconds: float) -> TransportFactory:
+    """``factory`` (None: CPython's httpx) making transports whose requests give up after
+    ``seconds`` (SyncError, retryable): no round waits forever on a hub that hangs."""
+    if factory is None:
+        return lambda: HttpxTransport(timeout_s=seconds)
+    return lambda: factory(timeout_s=seconds)
 
 
 async def first_pull(

@@ -1,0 +1,45 @@
+"""A transport that holds one request to the real hub until the test lets it go, so a
+test can look at a device (or run another) in the middle of a round."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pymemory.sync import HttpxTransport, Response
+
+
+class Gate:
+    """Passes every request to the hub over httpx, except that the ``nth`` request whose
+    URL contains ``path`` waits for :meth:`open` (``reached`` is set when it does)."""
+
+    def __init__(self, path: str, nth: int = 1) -> None:
+        self.inner = HttpxTransport()
+        self.path, self.nth = path, nth
+        self.seen = 0
+        self.reached = asyncio.Event()
+        self._open = asyncio.Event()
+
+    def open(self) -> None:
+        self._open.set()
+
+    async def request(
+        self, method: str, url: str, *, body: bytes | None, headers: dict[str, str]
+    ) -> Response:
+        if self.path in url:
+            self.seen += 1
+            if self.seen == self.nth:
+                self.reached.set()
+                await self._open.wait()
+        return await self.inner.request(method, url, body=body, headers=headers)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+async def held(gate: Gate, task: asyncio.Task[object]) -> None:
+    """Wait until ``gate`` holds its request (failing if ``task`` ends first)."""
+    reached = asyncio.ensure_future(gate.reached.wait())
+    done, _ = await asyncio.wait({reached, task}, timeout=30, return_when="FIRST_COMPLETED")
+    if reached not in done:
+        reached.cancel()
+        raise AssertionError(f"the round never sent request {gate.nth} to {gate.path}: {done}")
