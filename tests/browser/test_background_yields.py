@@ -32,7 +32,7 @@ def test_the_summarizer_generates_no_token_while_a_call_is_in_flight(harness):
           await m.addMemory({ content: `note ${calls}` });
           await m.retrieve("design team sync");
           calls += 1;
-          await new Promise((r) => setTimeout(r, 20));
+          await new Promise((r) => setTimeout(r, 100));  // the user reads (past the gate's quiet 50 ms)
         }
         const finished = await idle;
         const after = (await m.stats()).background;
