@@ -6,6 +6,11 @@ pinned in ``package-lock.json`` beside this file (standard library only).
     print(server.url)          # http://127.0.0.1:<port>
     server.stop()
 
+``start(port, data_dir=folder)`` keeps the databases on disk in ``folder`` instead
+(pouchdb-server's ``--dir``, LevelDB): a server started again on the same port and folder
+serves the same data, e.g. after :meth:`SyncServer.kill` (SIGKILL, for the tests of a hub
+that dies mid-round). ``stop()`` and ``kill()`` never delete a ``data_dir``.
+
 ``python3 build.py sync-server --port N`` runs one in the foreground.
 
 CORS is on for every origin (:data:`CONFIG`), so that a page served from another port
@@ -78,28 +83,43 @@ def free_port() -> int:
 
 
 class SyncServer:
-    """One pouchdb-server process, in memory, on loopback."""
+    """One pouchdb-server process on loopback, in memory or over a ``data_dir``."""
 
     def __init__(self) -> None:
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
-        self.dir: Path | None = None
+        self.dir: Path | None = None  # its config and log (a temporary folder)
+        self.data_dir: Path | None = None  # its databases, if kept on disk
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, port: int = 0, *, timeout_s: float = 60.0) -> SyncServer:
+    def start(
+        self, port: int = 0, *, data_dir: Path | None = None, timeout_s: float = 60.0
+    ) -> SyncServer:
+        """Run the server on 127.0.0.1:``port`` (0: a free port) until it answers. Without
+        ``data_dir`` its databases live in memory (``--in-memory``); with it, on disk in
+        that folder (``--dir``, created if missing), kept across restarts."""
+        if self.proc is not None and self.proc.poll() is None:
+            raise SyncServerError(f"pouchdb-server already runs on {self.url}")
         node = shutil.which("node")
         if not node:
             raise SyncServerError("the sync tests need Node.js 18+: apt-get install -y nodejs")
         binary = install()
         self.port = port or free_port()
+        self._cleanup()  # a previous run's config folder
         self.dir = Path(tempfile.mkdtemp(prefix="pymemory-sync-"))  # its config and log
         config = self.dir / "config.json"
         config.write_text(json.dumps(CONFIG), encoding="utf-8")
+        if data_dir is None:
+            self.data_dir, store = None, ["--in-memory"]
+        else:
+            self.data_dir = Path(data_dir).resolve()
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            store = ["--dir", str(self.data_dir)]
         self.proc = subprocess.Popen(
-            [node, str(binary), "--in-memory", "--host", "127.0.0.1", "--port", str(self.port),
+            [node, str(binary), *store, "--host", "127.0.0.1", "--port", str(self.port),
              "--config", str(config)],
             cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
@@ -118,6 +138,7 @@ class SyncServer:
         raise SyncServerError(f"pouchdb-server did not answer on {self.url} in {timeout_s}s")
 
     def stop(self) -> None:
+        """SIGTERM (SIGKILL after 5 s), then remove the config folder (never ``data_dir``)."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -126,6 +147,18 @@ class SyncServer:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+        self._cleanup()
+
+    def kill(self) -> None:
+        """SIGKILL the server and wait for it (a hub that dies without a word, for the
+        tests); the config folder goes, ``data_dir`` stays for a restart."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+        self.proc = None
+        self._cleanup()
+
+    def _cleanup(self) -> None:
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None

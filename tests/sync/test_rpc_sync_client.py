@@ -6,42 +6,14 @@ its key."""
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 import time
 
-from pymemory.browser.rpc import RpcApi, Unlock
-from pymemory.storage import EncryptedKv, MapKv
+from test_rpc_sync import FAST, PASS, call
+from test_rpc_sync import shared_api as make_api
 
-FAST = 1000
-PASS = "correct horse battery"
-
-
-def make_api(stores: dict[str, MapKv]) -> RpcApi:
-    """An RpcApi whose databases live in ``stores`` (each open a new handle on them)."""
-
-    def handle(name: str) -> MapKv:
-        db = stores.setdefault(name, MapKv())
-        kv = MapKv()
-        kv._data, kv._keys = db._data, db._keys
-        return kv
-
-    async def plain(name: str) -> MapKv:
-        return handle(name)
-
-    async def locked(name: str, unlock: Unlock) -> EncryptedKv:
-        return await EncryptedKv.open(
-            handle(name), passphrase=unlock.passphrase, iterations=unlock.iterations
-        )
-
-    api = RpcApi(plain, feedback_flush_s=3600)
-    api.locked_kv_factory = locked
-    return api
-
-
-async def call(api: RpcApi, method: str, params: dict, key: dict | None = None) -> dict:
-    return json.loads(await api.call("db", method, json.dumps(params), None, key))
+from pymemory.storage import MapKv
 
 
 def silent_server() -> tuple[socket.socket, str]:
