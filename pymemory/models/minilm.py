@@ -70,11 +70,12 @@ def _ids_of(encoded: Any) -> list[int]:
     return [int(i) for i in ids]
 
 
-#: Padded token slots of one background embedding batch (the default call's limit is
-#: ``max_batch_tokens``): small enough that one batch is a short step in WASM (about
-#: 60 ms on a 2-vCPU machine; 512 slots took 455 ms, and a call that met one shared the
-#: cores with it), large enough that a run's fixed cost stays a few per cent.
-BACKGROUND_BATCH_TOKENS = 64
+#: How long one background embedding batch should take: a user's call that meets one
+#: shares the cores with it (a 512-slot batch took 455 ms in the browser on 2 vCPUs,
+#: 25 ms in CPython). Batches are sized from the measured time per padded token slot.
+BACKGROUND_STEP_MS = 50.0
+#: Padded token slots of a background batch before any has been timed, and the fewest.
+BACKGROUND_MIN_TOKENS = 64
 
 
 class MiniLmEmbedder:
@@ -133,6 +134,8 @@ class MiniLmEmbedder:
         self.model_url = _join(self.location, str(cfg["file"]))
         self.name = f"{cfg['model']}-{cfg['quantization']}-mean-l2-{self.max_length}"
         self.load_ms: float | None = None
+        #: Measured ms per padded token slot of background batches (None: none timed yet).
+        self.slot_ms: float | None = None
         self._session: InferenceSession | None = None
         self._lock: asyncio.Lock | None = None
 
@@ -249,8 +252,7 @@ class MiniLmEmbedder:
         # Background embedding takes small batches: each is one step between the gate's
         # checks, so a user's call waits for at most one short batch.
         background = BACKGROUND.get() and PRIORITY.get() < URGENT
-        budget = min(self.max_batch_tokens, BACKGROUND_BATCH_TOKENS) if background else None
-        batches = self.plan_batches(lengths, budget)
+        batches = self.plan_batches(lengths, self.background_budget() if background else None)
         if not batches:
             return out
         # One buffer per input for the whole call; each batch uses a C-ordered view of
@@ -277,9 +279,24 @@ class MiniLmEmbedder:
                 "token_type_ids": type_buf[:size].reshape(len(rows), longest),
             }
             await yield_to_calls()  # background embedding pauses between batches for a call
+            t0 = time.perf_counter()
             hidden = await self.forward(feeds)
+            if background:
+                self._timed(size, (time.perf_counter() - t0) * 1000)
             out[rows] = self.pool(hidden, mask)
         return out
+
+    def background_budget(self) -> int:
+        """Padded token slots of one background batch: about :data:`BACKGROUND_STEP_MS`
+        at the measured speed (at least :data:`BACKGROUND_MIN_TOKENS`)."""
+        if self.slot_ms is None:
+            return min(self.max_batch_tokens, BACKGROUND_MIN_TOKENS)
+        fits = int(BACKGROUND_STEP_MS / self.slot_ms)
+        return min(self.max_batch_tokens, max(BACKGROUND_MIN_TOKENS, fits))
+
+    def _timed(self, slots: int, ms: float) -> None:
+        rate = ms / max(slots, 1)
+        self.slot_ms = rate if self.slot_ms is None else 0.7 * self.slot_ms + 0.3 * rate
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """A float32 ``(len(texts), dim)`` array of unit rows."""

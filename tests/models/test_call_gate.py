@@ -138,3 +138,20 @@ async def test_the_embedder_embeds_no_batch_while_a_call_is_in_flight(
     background_runs = recorder.runs - calls  # each retrieve embeds its query, urgently
     assert calls > 0 and background_runs > 1
     assert recorder.during_calls == calls  # only the calls' own query embeddings
+
+
+async def test_background_batches_are_sized_to_a_short_step(minilm, monkeypatch):
+    from pymemory.models.minilm import BACKGROUND_MIN_TOKENS, BACKGROUND_STEP_MS
+
+    monkeypatch.setattr(minilm, "slot_ms", None)
+    assert minilm.background_budget() == BACKGROUND_MIN_TOKENS  # nothing timed yet
+    with background():  # background batches are timed; a call's own are not
+        await minilm.embed([f"the staging deploy key note {i}" for i in range(40)])
+    assert minilm.slot_ms is not None and minilm.slot_ms > 0
+    minilm.slot_ms = BACKGROUND_STEP_MS / 1000  # fast: about 1000 slots fit the step
+    assert minilm.background_budget() == min(1000, minilm.max_batch_tokens)
+    minilm.slot_ms = BACKGROUND_STEP_MS  # slow: the floor
+    assert minilm.background_budget() == BACKGROUND_MIN_TOKENS
+    before = minilm.slot_ms
+    await minilm.embed(["a call's own embedding"])  # not background: not timed
+    assert minilm.slot_ms == before

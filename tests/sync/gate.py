@@ -10,11 +10,14 @@ from pymemory.sync import HttpxTransport, Response
 
 class Gate:
     """Passes every request to the hub over httpx, except that the ``nth`` request whose
-    URL contains ``path`` waits for :meth:`open` (``reached`` is set when it does)."""
+    URL contains ``path`` waits for :meth:`open` (``reached`` is set when it does).
+    ``lose_answer``: that request reaches the hub, which takes it, but its answer never
+    arrives: held after the hub answered; once opened it is sent again (to a hub that is
+    gone by then, in the tests), and the round gets what that gives."""
 
-    def __init__(self, path: str, nth: int = 1) -> None:
+    def __init__(self, path: str, nth: int = 1, *, lose_answer: bool = False) -> None:
         self.inner = HttpxTransport()
-        self.path, self.nth = path, nth
+        self.path, self.nth, self.lose_answer = path, nth, lose_answer
         self.seen = 0
         self.reached = asyncio.Event()
         self._open = asyncio.Event()
@@ -28,6 +31,8 @@ class Gate:
         if self.path in url:
             self.seen += 1
             if self.seen == self.nth:
+                if self.lose_answer:
+                    await self.inner.request(method, url, body=body, headers=headers)
                 self.reached.set()
                 await self._open.wait()
         return await self.inner.request(method, url, body=body, headers=headers)

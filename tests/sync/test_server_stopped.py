@@ -20,7 +20,7 @@ import pymemory.sync.replicator as replicator
 from pymemory import Memory
 from pymemory.errors import SyncError
 from pymemory.storage import EncryptedKv, KvBackend, SqliteKv
-from pymemory.sync import Response, sync_store
+from pymemory.sync import sync_store
 from pymemory.sync.records import DOC_PREFIX, SCHEMA_RECORD, STORE_DOC, travels
 from tools.sync_server import SyncServer
 
@@ -62,29 +62,29 @@ class Device:
         await self.kv.close()
 
 
-class LostAnswer(Gate):
-    """The ``nth`` request reaches the hub, which takes it, but its answer never arrives:
-    held after the hub answered; once opened it is sent again, to the hub that is gone by
-    then, and the round gets what a dead hub gives."""
-
-    async def request(
-        self, method: str, url: str, *, body: bytes | None, headers: dict[str, str]
-    ) -> Response:
-        if self.path in url:
-            self.seen += 1
-            if self.seen == self.nth:
-                await self.inner.request(method, url, body=body, headers=headers)
-                self.reached.set()
-                await self._open.wait()
-        return await self.inner.request(method, url, body=body, headers=headers)
-
-
 async def fill(a: Device) -> None:
     items = await a.memory.add_many(
         [{"text": f"note number {i} about topic {i % 7}"} for i in range(N)]
     )
     for item in items[:EDITED]:
         await a.memory.update(item.id, content=f"{item.content}, edited")
+
+
+async def converged(
+    a: Device, b: Device, url: str, records: dict[str, bytes], export: list[str]
+) -> None:
+    """B holds A's records and export, another sync is a no-op on both, and the hub
+    holds every record once; then both close."""
+    assert await b.records() == records
+    assert await b.export() == export
+    assert len(await b.memory.list()) == N
+    assert (await b.memory.stats())["sync"]["pending"] == 0  # pulled records never go back
+    for device in (a, b):
+        done = await device.memory.sync(url)
+        assert (done.pushed, done.pulled, done.conflicts) == (0, 0, 0)
+    await check_hub(url, records)
+    await a.close()
+    await b.close()
 
 
 async def round_now(memory: Memory) -> dict[str, Any]:
@@ -155,7 +155,7 @@ async def test_hub_killed_mid_push(
     records, export = await a.records(), await a.export()
     assert len(records) == N + EDITED + 1 + encrypted  # items, history, schema (and key)
 
-    gate = (Gate if lost == "request" else LostAnswer)("_bulk_docs", nth=2)
+    gate = Gate("_bulk_docs", nth=2, lose_answer=lost == "answer")
     a.memory.syncs.transport = lambda: gate
     task = asyncio.create_task(a.memory.sync(url))
     await held(gate, task)
@@ -183,16 +183,7 @@ async def test_hub_killed_mid_push(
     else:
         b = await Device.open(tmp_path / "b.db", encrypted)
         assert (await b.memory.sync(url)).pulled == len(records) - 1  # its schema record: same
-    assert await b.records() == records
-    assert await b.export() == export
-    assert len(await b.memory.list()) == N
-    assert (await b.memory.stats())["sync"]["pending"] == 0  # pulled records never go back
-    for device in (a, b):
-        done = await device.memory.sync(url)
-        assert (done.pushed, done.pulled, done.conflicts) == (0, 0, 0)
-    await check_hub(url, records)
-    await a.close()
-    await b.close()
+    await converged(a, b, url, records, export)
 
 
 async def test_hub_killed_mid_pull(server: SyncServer, tmp_path: Path) -> None:
@@ -234,13 +225,4 @@ async def test_hub_killed_mid_pull(server: SyncServer, tmp_path: Path) -> None:
 
     again = await b.memory.sync(url)  # resumes after the applied page
     assert (again.pushed, again.pulled, again.conflicts) == (0, len(records) - 1 - pulled, 0)
-    assert await b.records() == records
-    assert await b.export() == export
-    assert len(await b.memory.list()) == N
-    assert (await b.memory.stats())["sync"]["pending"] == 0  # pulled records never go back
-    for device in (a, b):
-        done = await device.memory.sync(url)
-        assert (done.pushed, done.pulled, done.conflicts) == (0, 0, 0)
-    await check_hub(url, records)
-    await a.close()
-    await b.close()
+    await converged(a, b, url, records, export)
