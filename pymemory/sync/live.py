@@ -74,7 +74,13 @@ class LiveSync:
         return random.uniform(base / 2, base)
 
     async def _loop(self) -> None:
+        task = asyncio.current_task()
         while True:
+            # A cancellation that a library swallowed on its way (Python 3.11's wait_for
+            # can lose one that races a completion, and an HTTP client can turn one into
+            # a timeout) still ends the loop, or closing the event loop waits forever.
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError
             try:
                 self.last = await self._run()
                 self.failures, self.last_error = 0, None

@@ -19,6 +19,7 @@ async def test_live_sync_carries_writes_and_stops(hub: str) -> None:
     live_a.wake()
     for _ in range(100):
         await asyncio.sleep(0.1)
+        live_a.wake()  # a round that failed is retried now, not after its backoff
         live_b.wake()
         if [i.id for i in await b.list()] == [item.id]:
             break
@@ -46,3 +47,21 @@ async def test_live_sync_backs_off_on_failure() -> None:
     await asyncio.sleep(0.3)
     await loop.stop()
     assert 1 <= calls < 10 and loop.failures == calls and loop.last_error
+
+
+async def test_a_swallowed_cancellation_still_ends_the_loop() -> None:
+    async def swallowing():  # type: ignore[no-untyped-def]
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:  # as a library that turns it into its own error
+            from pymemory.errors import SyncError
+
+            raise SyncError("timed out", retryable=True) from None
+
+    loop = LiveSync(swallowing, interval_s=0.01).start()
+    await asyncio.sleep(0.05)
+    task = loop._task
+    assert task is not None
+    task.cancel()
+    await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 2)
+    assert task.cancelled()
