@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -140,6 +141,10 @@ def cmd_bench(args: argparse.Namespace) -> None:
         run(PY, script, *args.bench_args)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def cmd_postgres(args: argparse.Namespace) -> None:
     """A throwaway PostgreSQL for trying the server store (tools/postgres.py)."""
     from tools.postgres import LocalPostgres, PostgresError
@@ -149,10 +154,13 @@ def cmd_postgres(args: argparse.Namespace) -> None:
         server.start()
     except PostgresError as exc:
         sys.exit(f"error: {exc}")
-    step(f"PostgreSQL in {server.root} (log: {server.log}); Ctrl-C stops it")
-    print(f"DSN: {server.tcp_dsn()}", flush=True)
-    print(f"DSN (unix socket): {server.dsn()}", flush=True)
+    # SIGTERM (a supervisor, `kill`) ends it as Ctrl-C does: the server stops and a
+    # temporary folder goes.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
+        step(f"PostgreSQL in {server.root} (log: {server.log}); Ctrl-C or SIGTERM stops it")
+        print(f"DSN: {server.tcp_dsn()}", flush=True)
+        print(f"DSN (unix socket): {server.dsn()}", flush=True)
         while server.pid() is not None:
             time.sleep(1)
         sys.exit("error: PostgreSQL exited; see its log")

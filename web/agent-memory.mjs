@@ -131,6 +131,12 @@ export function createAgentMemory(options = {}) {
     : Promise.resolve({});
   modelsLoaded.catch(() => {});
 
+  // `ready` rejects (boot_failed, wrong_key, ...) for whoever awaits it; a page that never
+  // does (or code that ran where there is no Worker, e.g. during server rendering) is not
+  // left with an unhandled rejection.
+  const ready = opened.then(() => conn.status);
+  ready.catch(() => {});
+
   const client = {
     dbName,
     scope,
@@ -140,7 +146,7 @@ export function createAgentMemory(options = {}) {
     get status() {
       return conn.status;
     },
-    ready: opened.then(() => conn.status),
+    ready,
     /** Resolves when the requested local models are attached (see `models`). */
     modelsReady: modelsLoaded,
     // `fn` gets the current status at once, then every change.

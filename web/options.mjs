@@ -41,8 +41,9 @@ export function resolveAssets(options = {}) {
   if (options.assetsUrl == null && base.startsWith("file:") && /^https?:/.test(here)) {
     throw new MemoryError(
       "invalid_input",
-      `pymemory's default assetsUrl is the bundled source folder ${base}: copy the package's ` +
-        "assets into your public folder (npx pymemory-assets <folder>) and pass assetsUrl",
+      "pymemory's default assetsUrl is the folder of its bundled source file (your bundler " +
+        "replaced import.meta.url with a file: URL): copy the package's assets into your " +
+        "public folder (npx pymemory-assets <folder>) and pass assetsUrl",
     );
   }
   const root = base.endsWith("/") ? base : `${base}/`;

@@ -29,7 +29,17 @@ export interface UseAgentMemory {
   status: Status;
   error: MemoryError | null;
   loaded: boolean;
-  client: AgentMemory;
+  /** null until the component mounted in the browser (never during server rendering) */
+  client: AgentMemory | null;
 }
+
+/** What the hook returns before its client started: during server rendering and the
+ * first client render (so hydration matches), with status.phase "starting". */
+export declare const STARTING: {
+  readonly memories: readonly MemoryItem[];
+  readonly status: Status;
+  readonly error: null;
+  readonly loaded: false;
+};
 
 export declare function useAgentMemory(options?: UseAgentMemoryOptions): UseAgentMemory;

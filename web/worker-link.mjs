@@ -32,6 +32,14 @@ export class WorkerLink {
       () => clearTimeout(timer),
     );
     const { bootTimeoutMs, tabs, ...workerOptions } = options;
+    if (typeof Worker === "undefined") {
+      this.fail(
+        "boot_failed",
+        "there is no Web Worker here (server rendering or Node.js?): create pymemory's client in the " +
+          "browser, e.g. with useAgentMemory in a client component or createAgentMemory in an effect",
+      );
+      return;
+    }
     try {
       this.worker = new Worker(assets.workerUrl, { type: "module", name: "pymemory" });
     } catch (err) {

@@ -227,8 +227,9 @@ async def load_embedder(name: str, **options: Any) -> Embedder:
         )
     module_name, factory_name = EMBEDDERS[name]
     hint = (
-        "build the model assets first (python3 build.py setup) and make sure onnxruntime "
-        "is installed, or use --embedder hashing"
+        "fetch the model first (pymemory models fetch; in a checkout, python3 build.py setup "
+        "does it) and make sure onnxruntime is installed (pip install "
+        "'pymemory-agent[models]'), or use --embedder hashing"
     )
     try:
         module = importlib.import_module(module_name)

@@ -120,7 +120,10 @@ class OrtRuntime:
         """Create a session (uncached; :meth:`load` caches)."""
         path = Path(model).expanduser().resolve()
         if not path.is_file():
-            raise FileNotFoundError(f"no ONNX model at {path} (build it: python3 build.py setup)")
+            raise FileNotFoundError(
+                f"no ONNX model at {path} (get it: pymemory models fetch; in a checkout, "
+                "python3 build.py setup)"
+            )
         session = self._ort.InferenceSession(
             str(path), sess_options=self._options(), providers=["CPUExecutionProvider"]
         )

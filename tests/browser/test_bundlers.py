@@ -58,7 +58,7 @@ INDEX = """<!doctype html><meta charset="utf-8"><title>bundled app</title>
 
 BUNDLERS_PAGE = pack.ROOT / "docs/bundlers.md"
 VITE_CONFIG = readme_block("## Vite", "js", page=BUNDLERS_PAGE)
-WEBPACK_CONFIG = readme_block("## webpack 5 and Next.js", "js", page=BUNDLERS_PAGE)
+WEBPACK_CONFIG = readme_block("## webpack 5", "js", page=BUNDLERS_PAGE)
 
 
 def free_port() -> int:
@@ -197,16 +197,45 @@ def test_vite_build_served_statically(context, app_root):
         shutil.rmtree(app_root / "public" / "pyodide")
 
 
-def test_webpack_production_build(context, app_root):
+def webpack_dist(app_root: Path) -> Path:
+    """The webpack build of the app (docs/bundlers.md's config), with the assets copied."""
     out = app_root / "webpack-dist"
-    run(["node", "node_modules/webpack-cli/bin/cli.js", "--config", "webpack.config.cjs",
-         "--output-path", str(out)], app_root)  # fmt: skip
-    run(["node", "node_modules/pymemory/bin/pymemory-assets.mjs", str(out)], app_root)
-    (out / "index.html").write_text(INDEX.replace("SRC", "/main.js"))
-    shutil.copy(app_root / "public" / "pymemory-sw.mjs", out / "pymemory-sw.mjs")
+    if not (out / "main.js").exists():
+        run(["node", "node_modules/webpack-cli/bin/cli.js", "--config", "webpack.config.cjs",
+             "--output-path", str(out)], app_root)  # fmt: skip
+        run(["node", "node_modules/pymemory/bin/pymemory-assets.mjs", str(out)], app_root)
+        (out / "index.html").write_text(INDEX.replace("SRC", "/main.js"))
+        shutil.copy(app_root / "public" / "pymemory-sw.mjs", out / "pymemory-sw.mjs")
+    return out
+
+
+def test_webpack_production_build(context, app_root):
+    out = webpack_dist(app_root)
     server, url = serve(out)
     try:
         exercise(context, f"{url}/?assets=/pymemory/")
+    finally:
+        server.shutdown()
+
+
+def test_a_webpack_build_without_assets_url_says_so_without_the_build_machines_path(
+    context, app_root
+):
+    """webpack turns the client's import.meta.url into a file: URL of the build machine's
+    node_modules; createAgentMemory without assetsUrl throws invalid_input saying to copy
+    the assets, and its message does not repeat that path."""
+    server, url = serve(webpack_dist(app_root))
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{url}/")  # no ?assets=: the defaults
+        deadline = time.monotonic() + 10
+        while not errors and time.monotonic() < deadline:
+            page.wait_for_timeout(100)
+        assert len(errors) == 1, errors
+        assert "pymemory-assets" in errors[0] and "assetsUrl" in errors[0]
+        assert "file://" not in errors[0] and str(app_root) not in errors[0]
     finally:
         server.shutdown()
 
@@ -221,10 +250,7 @@ def test_the_template_lock_pins_the_bundlers():
 def test_page_memory_against_a_bundled_app_and_a_page_whose_client_failed(context, app_root):
     from pymemory.testing import PageMemory, PageMemoryError
 
-    out = app_root / "webpack-dist"
-    if not (out / "main.js").exists():
-        pytest.skip("needs test_webpack_production_build's output")
-    server, url = serve(out)
+    server, url = serve(webpack_dist(app_root))
     try:
         page = context.new_page()
         page.goto(f"{url}/?assets=/pymemory/")  # the bundle's client, assets under /pymemory/

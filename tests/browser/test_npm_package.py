@@ -228,7 +228,8 @@ def test_the_tarball_holds_the_library_and_nothing_of_the_demo_tests_or_benches(
         names = {n.removeprefix("package/") for n in tar.getnames()}
     web = {"agent-memory.mjs", "agent-memory.d.ts", "connection.mjs", "errors.mjs",
            "leader.mjs", "options.mjs", "presets.mjs", "protocol.mjs", "worker-link.mjs",
-           "react.mjs", "react.d.ts", "react-umd.mjs", "sw.mjs", "offline.mjs", "bin/pymemory-assets.mjs",
+           "react.mjs", "react.d.ts", "react-umd.mjs", "sw.mjs", "offline.mjs", "offline.d.ts",
+           "ai.mjs", "ai.d.ts", "langchain.mjs", "langchain.d.ts", "bin/pymemory-assets.mjs",
            "package.json", "README.md"}  # fmt: skip
     workers = {
         f"worker/{p.name}"

@@ -15,7 +15,7 @@ import pytest
 
 from pymemory.cli import main
 from pymemory.models import local
-from pymemory.models.embedding import EmbedderUnavailableError
+from pymemory.models.embedding import EmbedderUnavailableError, load_embedder
 from pymemory.models.minilm import load_minilm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,6 +80,23 @@ async def test_a_missing_model_says_how_to_get_it(elsewhere, monkeypatch):
     message = str(err.value)
     assert "run `pymemory models fetch`" in message
     assert str(elsewhere / "empty") in message
+
+
+async def test_eval_without_onnxruntime_says_to_fetch_the_model_not_to_run_the_checkout_setup(
+    elsewhere, monkeypatch
+):
+    import pymemory.models
+
+    async def no_runtime(**_):
+        raise ImportError("No module named 'onnxruntime'")
+
+    monkeypatch.setattr(pymemory.models, "load_minilm", no_runtime)
+    with pytest.raises(EmbedderUnavailableError) as err:
+        await load_embedder("minilm")
+    message = str(err.value)
+    assert "pymemory models fetch" in message
+    assert "pymemory-agent[models]" in message
+    assert "onnxruntime" in message
 
 
 def test_a_bad_download_is_deleted_and_reported(elsewhere):

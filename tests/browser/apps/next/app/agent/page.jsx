@@ -1,0 +1,5 @@
+import AgentPanel from "./agent-panel";
+
+export default function Agent() {
+  return <AgentPanel />;
+}

@@ -1,0 +1,5 @@
+import LangChainPanel from "./langchain-panel";
+
+export default function LangChain() {
+  return <LangChainPanel />;
+}
