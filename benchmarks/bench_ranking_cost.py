@@ -13,11 +13,13 @@ this checkout's (before, after, before, after, ...), so both see the same machin
 Per size, a Memory over MapKv is filled through ``add_many`` with ``bench_bm25``'s
 synthetic texts written as chats (sessions of 20 turns a minute apart, a day between
 sessions, so conversation context exists), then ``retrieve`` (default strategy,
-``max_items`` 10) is timed per query, after 5 untimed warm-ups: BM25 alone, then hybrid
-after ``attach_embedder(HashingEmbedder())`` + ``embed_idle()``. ``live``: one ``add``
-before each hybrid ``retrieve`` (a chat writes a turn, then asks), so any per-write cache
-is rebuilt every time; those ``add`` calls are timed too (``add``). ``open``: the store
-written to a SQLite file (closed, so it holds the index snapshot) and reopened 5 times.
+``max_items`` 10) is timed per query (``--lines N``: each memory a transcript of N
+turns, so the prompt gets passages of long memories), after 5 untimed warm-ups: BM25
+alone, then hybrid after ``attach_embedder(HashingEmbedder())`` + ``embed_idle()``.
+``live``: one ``add`` before each hybrid ``retrieve`` (a chat writes a turn, then
+asks), so any per-write cache is rebuilt every time; those ``add`` calls are timed too
+(``add``). ``open``: the store written to a SQLite file (closed, so it holds the index
+snapshot) and reopened 5 times.
 Reported: p50 / p95 ms and the after / before ratio of the p50s.
 """
 
@@ -46,15 +48,17 @@ MINUTE = 60_000
 T0 = 1_767_225_600_000  # 2026-01-01
 
 
-async def measure(size: int, n_queries: int, seed: int) -> dict:
+async def measure(size: int, n_queries: int, seed: int, lines: int = 1) -> dict:
     from bench_bm25 import make_corpus
 
     from pymemory import Memory
     from pymemory.models.embedding import HashingEmbedder
     from pymemory.storage import MapKv
 
-    docs, queries = make_corpus(size + n_queries, n_queries, seed)
-    extra, docs = docs[size:], docs[:size]
+    docs, queries = make_corpus(size * lines + n_queries, n_queries, seed)
+    extra, docs = docs[size * lines :], docs[: size * lines]
+    if lines > 1:  # each memory a transcript of ``lines`` turns (passages in the prompt)
+        docs = ["\n".join(docs[i : i + lines]) for i in range(0, len(docs), lines)]
     last = T0 + (size // 20) * DAY + 20 * MINUTE
     memory = await Memory.open(MapKv(), clock=lambda: last)
     await memory.add_many(
@@ -109,14 +113,16 @@ async def time_open(docs: list[str], last: int, reopen: int = 5) -> list[float]:
 def child(args: argparse.Namespace) -> None:
     import pymemory
 
-    out = {str(n): asyncio.run(measure(n, args.queries, args.seed)) for n in args.sizes}
+    out = {str(n): asyncio.run(measure(n, args.queries, args.seed, args.lines))
+           for n in args.sizes}  # fmt: skip
     print(json.dumps({"pymemory": pymemory.__file__, "sizes": out}))
 
 
 def run_side(src: Path, args: argparse.Namespace) -> dict:
     env = {**os.environ, "PYTHONPATH": str(src)}
     cmd = [sys.executable, __file__, "--child", "--queries", str(args.queries),
-           "--seed", str(args.seed), "--sizes", *map(str, args.sizes)]  # fmt: skip
+           "--seed", str(args.seed), "--lines", str(args.lines),
+           "--sizes", *map(str, args.sizes)]  # fmt: skip
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     # The side measured is the one asked for, not whatever pymemory the venv holds.
@@ -131,6 +137,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--lines", type=int, default=1,
+                    help="turns per memory (a memory a transcript of this many lines)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()

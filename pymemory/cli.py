@@ -146,6 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     filters(p, "only this")
     p.add_argument("--hours", type=float, metavar="H", help="only the last H hours")
     p.add_argument("--trace", action="store_true", help="show every candidate and why it was cut")
+    p.add_argument("--prompt", action="store_true",
+                   help="print only the text the prompt gets (Retrieval.text)")
+    p.add_argument("--inject", choices=("passages", "summary"), default="passages",
+                   help="what the prompt gets of each memory (default: passages)")
 
     p = command("list", cmd_list, "list memories, newest first")
     filters(p, "only this")

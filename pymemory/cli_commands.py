@@ -65,8 +65,12 @@ def search_strategy(a: argparse.Namespace) -> Strategy | None:
 async def cmd_search(memory: Memory, a: argparse.Namespace) -> None:
     strategy = search_strategy(a)
     r = await memory.retrieve(
-        a.query, strategy, max_items=a.max_items, max_tokens=a.max_tokens, trace=a.trace
-    )
+        a.query, strategy, max_items=a.max_items, max_tokens=a.max_tokens, trace=a.trace,
+        inject=a.inject,
+    )  # fmt: skip
+    if a.prompt and not a.json:
+        print(r.text)
+        return
     if a.json:
         out = r.to_dict()
         for row, scored in zip(out["memories"], r.memories, strict=True):

@@ -42,7 +42,7 @@ from .retrieval import pipeline
 from .retrieval.archive import search_archive
 from .retrieval.filters import item_matcher, older_than
 from .retrieval.plan import compile_strategy
-from .retrieval.results import Retrieval
+from .retrieval.results import INJECT_MODES, Retrieval
 from .retrieval.snapshot import SnapshotKeeper
 from .retrieval.strategies import Strategy, coerce
 from .retrieval.tokens import TokenCounter, default_token_counter
@@ -499,13 +499,15 @@ class Memory:
         max_tokens: int = 1500,
         trace: bool = False,
         condense: bool = True,
+        inject: str = "passages",
     ) -> Retrieval:
         """The memories that matter for ``query``, best first, within ``max_items`` and
         ``max_tokens``. ``strategy`` adds filters and weights (see
         ``pymemory.retrieval.strategies``); ``trace=True`` also returns every candidate with
-        its scores and why it was cut. ``condense``: a memory over the remaining budget goes
-        in with a shorter summary when one fits (``ScoredMemory.condensed``; the stored item
-        is unchanged)."""
+        its scores and why it was cut. ``inject``: ``Retrieval.text`` carries the passages
+        of each memory's raw text that answer the query (``"passages"``) or its summary
+        (``"summary"``). ``condense``: a memory over the remaining budget goes in shortened
+        when that fits (its best sentence, or a shorter summary)."""
         self._check_open()
         if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
             raise ValidationError(f"query must be a string of at most {MAX_QUERY_CHARS} chars")
@@ -513,6 +515,8 @@ class Memory:
         check_int("max_tokens", max_tokens, minimum=1)
         check_bool("trace", trace)
         check_bool("condense", condense)
+        if inject not in INJECT_MODES:
+            raise ValidationError(f"inject must be one of {', '.join(INJECT_MODES)}")
         return await pipeline.run(
             self._catalog,
             query,
@@ -525,6 +529,7 @@ class Memory:
             counter=self.token_counter,
             trace=trace,
             condense_to_fit=condense,
+            inject=inject,
         )
 
     async def search_archive(self, query: str = "", *, limit: int = 10) -> list[ArchivedItem]:

@@ -49,7 +49,11 @@ RUN: dict[tuple[str, str, int], str] = {
     ("README.md", "## Browser tour", 1): "tests/browser/test_npm_package.py::test_readme_js_example_prints_what_readme_shows",
     ("docs/browser.md", "## React hook", 0): "tests/browser/test_npm_package.py::test_readme_examples_and_the_declarations_type_check",
     ("docs/bundlers.md", "## Vite", 0): "tests/browser/test_bundlers.py::test_vite_dev_server_with_the_default_asset_urls",
-    ("docs/bundlers.md", "## webpack 5 and Next.js", 0): "tests/browser/test_bundlers.py::test_webpack_production_build",
+    ("docs/bundlers.md", "## webpack 5", 0): "tests/browser/test_bundlers.py::test_webpack_production_build",
+    # Next.js and the agent frameworks' adapters: the docs' modules are the test app's
+    ("docs/bundlers.md", "## Next.js", 0): "tests/browser/test_nextjs.py::test_next_build_and_start_boot_add_retrieve_reload_and_offline",
+    ("docs/browser.md", "## The Vercel AI SDK and LangChain.js", 0): "tests/browser/test_nextjs.py::test_ai_sdk_agent_stores_a_fact_and_answers_from_memory_in_the_next_conversation",
+    ("docs/browser.md", "## The Vercel AI SDK and LangChain.js", 1): "tests/browser/test_nextjs.py::test_langchain_store_keeps_the_store_contract_and_the_retriever_returns_documents",
     ("docs/storage.md", "## When storage runs out", 1): "tests/browser/test_npm_package.py::test_readme_examples_and_the_declarations_type_check",
     ("docs/browser.md", "## In your own Pyodide (PyScript, JupyterLite, a page's own worker)", 0): "tests/browser/test_own_pyodide.py::test_the_own_pyodide_page_runs_with_npms_pyodide_only",
     ("docs/browser.md", "## In your own Pyodide (PyScript, JupyterLite, a page's own worker)", 1): "tests/browser/test_own_pyodide.py::test_the_own_pyodide_page_runs_with_npms_pyodide_only",
@@ -59,6 +63,7 @@ RUN: dict[tuple[str, str, int], str] = {
     ("docs/cli.md", "# Command line", 0): f"{HERE}::test_cli_transcript_prints_what_the_page_shows",
     ("docs/sync.md", "## One round", 0): "tests/sync/test_sync_docs.py::test_the_sync_example_prints_what_the_page_shows",
     ("docs/sync.md", "## In the browser", 0): "tests/browser/test_sync_browser.py::test_the_browser_sync_example_prints_what_docs_sync_md_shows",
+    ("docs/sync.md", "## Conflicts and deletes", 0): "tests/sync/test_sync_docs.py::test_the_later_edit_example_prints_what_the_page_shows",
     ("docs/storage.md", "## When storage runs out", 0): f"{HERE}::test_storage_room_is_what_the_page_shows",
     # the Python examples run below (EXAMPLES), each with the block of output after it
     ("docs/python-api.md", "## Behaviour worth knowing", 0): PY_RUN,
@@ -67,6 +72,8 @@ RUN: dict[tuple[str, str, int], str] = {
     ("docs/models.md", "# Local models (no network)", 0): PY_RUN,
     ("docs/models.md", "# Local models (no network)", 1): PY_RUN,
     ("docs/langgraph.md", "# LangGraph store", 0): PY_RUN,
+    ("docs/retrieval.md", "## What the prompt gets", 0): PY_RUN,
+    ("docs/retrieval.md", "## What the prompt gets", 1): PY_RUN,
     ("docs/server-store.md", "## A web server for two users", 0): SERVER_RUN,
     ("docs/server-store.md", "## A web server for two users", 1): SERVER_RUN,
     ("docs/server-store.md", "## A web server for two users", 2): SERVER_RUN,
@@ -144,6 +151,7 @@ EXAMPLES = [
             setup="from pymemory import Memory\nmemory = await Memory.open(None)\n"),
     Example("docs/storage.md", "## Encrypted stores"),
     Example("docs/models.md", "# Local models (no network)", needs_models=True),
+    Example("docs/retrieval.md", "## What the prompt gets"),
     Example("docs/langgraph.md", "# LangGraph store", needs_models=True),
     Example("docs/agent-primitives.md", "## Letta's tools"),
     *(Example(AGENT, heading, setup=SESSION) for heading in AGENT_EXAMPLES),
@@ -200,7 +208,7 @@ async def test_storage_room_is_what_the_page_shows(tmp_path):
 # --- the command-line transcript ----------------------------------------------------------
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-WHEN = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+WHEN = re.compile(r"\d{4}-\d{2}-\d{2}( \d{2}:\d{2}:\d{2})?")
 
 
 def test_cli_transcript_prints_what_the_page_shows(tmp_path, monkeypatch, capsys):

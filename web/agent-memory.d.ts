@@ -179,12 +179,27 @@ export interface ScoredMemory extends ScoreParts {
   decay: number;
   feedbackWeight: number;
   tokens: number;
-  /** the line injected into the prompt */
+  /** this memory's lines in `text` (its passages, or its summary with inject "summary") */
   line: string;
+  /** which spans of item.text went into the prompt, and why (inject "passages") */
+  passages: Passage[];
   /** cosine similarity to the query, when dense retrieval ran (else null) */
   dense: number | null;
-  /** the line holds a shorter summary than item.content, to fit the token budget */
+  /** shortened to fit the token budget: its best sentence (passages) or a shorter summary */
   condensed: boolean;
+}
+
+/** A span of a memory's raw text (item.text) that went into the prompt. */
+export interface Passage {
+  start: number;
+  end: number;
+  /** "whole" (a short memory), "best" (its best match), "match" (another match),
+   * "neighbour" (context next to a match), "shortened" (the best sentence, to fit) */
+  why: "whole" | "best" | "match" | "neighbour" | "shortened";
+  /** its BM25 score for the query's terms (0: no term matched) */
+  score: number;
+  /** item.text.slice(start, end) */
+  text: string;
 }
 
 export interface Candidate extends ScoreParts {
@@ -200,6 +215,7 @@ export interface Candidate extends ScoreParts {
   tokens: number | null;
   dense: number | null;
   condensed: boolean;
+  passages: Passage[];
 }
 
 export interface Retrieval {
@@ -208,7 +224,9 @@ export interface Retrieval {
    * for an empty query */
   mode: "bm25" | "hybrid" | "recency";
   memories: ScoredMemory[];
-  /** the lines to inject into the prompt, best first */
+  /** what to inject into the prompt: with inject "passages" (the default) the passages of
+   * the memories' raw text that answer the query, verbatim, grouped under a [YYYY-MM-DD]
+   * line per day, in time order; with "summary" one summary line per memory, best first */
   text: string;
   tokensUsed: number;
   maxTokens: number;
@@ -219,6 +237,7 @@ export interface Retrieval {
   notes: string[];
   /** [startMs, endMs] of a time span the query names ("last weekend"), else null */
   window: [number, number] | null;
+  inject: "passages" | "summary";
 }
 
 export interface RetrieveOptions {
@@ -226,8 +245,11 @@ export interface RetrieveOptions {
   maxItems?: number;
   maxTokens?: number;
   trace?: boolean;
-  /** let a memory over the remaining budget in with a shorter summary (default true) */
+  /** let a memory over the remaining budget in shortened (default true) */
   condense?: boolean;
+  /** what `text` carries of each memory: "passages" of its raw text (default) or its
+   * "summary" (item.content) */
+  inject?: "passages" | "summary";
   /** restrict to one scope (by default retrieve searches every scope) */
   scope?: Scope;
 }

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from ..errors import ConflictError, ValidationError, shown
 from ..item import dumps
+from ..retrieval.results import Retrieval
 from ..retrieval.tokens import HeuristicTokenCounter, TokenCounter
 from .blocks import MemoryBlockSet
 from .structured import canonical_json
@@ -126,6 +127,7 @@ class MessageAssembler:
         self._compacted = 0  # steps folded into the summary so far
         self._summary: str | None = None
         self._scratchpad: str | None = None
+        self._recalled: str | None = None
         self._lock = asyncio.Lock()
 
     # --- the stable prefix ------------------------------------------------------------
@@ -170,6 +172,21 @@ class MessageAssembler:
                 f"{self.scratchpad_limit}; shorten it"
             )
         return checked or None
+
+    # --- recalled memories -------------------------------------------------------------
+
+    @property
+    def recalled(self) -> str | None:
+        return self._recalled
+
+    def set_recalled(self, retrieved: Retrieval | str | None) -> None:
+        """What ``Memory.retrieve`` found for this turn: its ``text`` (the evidence
+        passages, as the prompt should get them) goes in a user message at the end, after
+        the steps, so the cached prefix and steps stay byte-stable. None or "" clears it.
+        Not part of :meth:`export_state`: retrieve again for the next turn."""
+        if isinstance(retrieved, Retrieval):
+            retrieved = retrieved.text
+        self._recalled = None if retrieved is None else _check_text("recalled", retrieved) or None
 
     # --- steps ------------------------------------------------------------------------
 
@@ -259,6 +276,9 @@ class MessageAssembler:
             out.extend(json.loads(step))
         if self._scratchpad is not None:
             content = f"<scratchpad>\n{self._scratchpad}\n</scratchpad>"
+            out.append({"role": "user", "content": content})
+        if self._recalled is not None:
+            content = f"<recalled_memories>\n{self._recalled}\n</recalled_memories>"
             out.append({"role": "user", "content": content})
         return out
 

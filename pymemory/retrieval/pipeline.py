@@ -40,6 +40,7 @@ from ..item import MEMORY_TYPES
 from ..models.embedding import reads
 from .catalog import TYPE_CODE, Catalog
 from .dense import DenseHits, DenseIndex
+from .evidence import pack, passages_of, render
 from .fusion import lexical_share, minmax_fusion, rrf_fusion, score_fusion
 from .lexical import LexicalSide, lexical_side
 from .plan import Plan
@@ -47,6 +48,7 @@ from .results import (
     CUT_REASONS,
     MAX_CONDENSED,
     Candidate,
+    Passage,
     Retrieval,
     ScoredMemory,
     condense,
@@ -79,6 +81,7 @@ async def run(
     counter: TokenCounter,
     trace: bool,
     condense_to_fit: bool,
+    inject: str = "passages",
 ) -> Retrieval:
     """One retrieve, start to end. The query is embedded (in the browser: in the model
     worker) while this thread applies other writers' changes (``catch_up``) and scores
@@ -115,6 +118,7 @@ async def run(
         dense=dense,
         notes=notes,
         condense_to_fit=condense_to_fit,
+        inject=inject,
     )
 
 
@@ -268,6 +272,7 @@ def retrieve(
     notes: tuple[str, ...] = (),
     condense_to_fit: bool = True,
     lexical: LexicalSide | None = None,
+    inject: str = "passages",
 ) -> Retrieval:
     """Rank and trim. ``dense`` is the nearest items by embedding (and the cosine of any
     other); with it BM25 and dense are fused (``plan.fusion``). ``condense_to_fit``: an
@@ -323,6 +328,16 @@ def retrieve(
     if not trace:
         order = order[reason[order] == 0]
 
+    packed = None
+    if inject == "passages":
+        eligible = [i for i in order.tolist() if reason[i] == 0]
+        packed = pack(
+            [(i, catalog.items[catalog.id_at[slots[i]]], float(score[i])) for i in eligible],
+            terms, catalog.index, counter, idf_mass=idf_mass, max_items=max_items,
+            max_tokens=max_tokens,
+            shorten=condense_to_fit,
+        )  # fmt: skip
+        blocks = render(list(packed.taken.values()))[1]
     chosen: list[ScoredMemory] = []
     rows: list[Candidate] = []
     used = 0
@@ -331,6 +346,7 @@ def retrieve(
         item = catalog.items[catalog.id_at[slots[i]]]  # type: ignore[index]
         tokens: int | None = None
         condensed = False
+        passages: tuple[Passage, ...] = ()
         factors = {
             "relevance": float(relevance[i]),
             "lexical_part": float(lexical_part[i]),
@@ -338,8 +354,17 @@ def retrieve(
             "context_part": float(context_part[i]),
             "time_match": float(tmatch[i]),
         }
+        line = ""
         if reason[i]:
             status = CUT_REASONS[reason[i] - 1]
+        elif packed is not None:
+            t = packed.taken.get(i)
+            if t is None:
+                status = "max_items" if len(packed.taken) >= max_items else "token_budget"
+            else:
+                status, condensed, line = "included", t.shortened, blocks[t.order]
+                tokens = counter.count(line)  # its block of ``text`` (the day line aside)
+                passages = passages_of(t)
         elif len(chosen) >= max_items:
             status = "max_items"
             if not trace:
@@ -352,57 +377,38 @@ def retrieve(
                 if short is not None:
                     (line, tokens), condensed = short, True
                     n_condensed += 1
-            if used + tokens > max_tokens:
-                status = "token_budget"
-            else:
-                status = "included"
-                used += tokens
-                chosen.append(
-                    ScoredMemory(
-                        item,
-                        float(score[i]),
-                        float(bm25[i]),
-                        float(decay[i]),
-                        float(fbw[i]),
-                        tokens,
-                        line,
-                        _cos(cosine, i),
-                        condensed,
-                        **factors,
-                    )
+            status = "token_budget" if used + tokens > max_tokens else "included"
+            used += tokens if status == "included" else 0
+        if status == "included":
+            chosen.append(
+                ScoredMemory(
+                    item, float(score[i]), float(bm25[i]), float(decay[i]), float(fbw[i]),
+                    tokens or 0, line, _cos(cosine, i), condensed, **factors, passages=passages,
                 )
+            )  # fmt: skip
         if trace:
             rows.append(
                 Candidate(
-                    item.id,
-                    item.type,
-                    item.timestamp,
-                    item.content,
-                    float(bm25[i]),
-                    float(decay[i]),
-                    float(fbw[i]),
-                    float(score[i]),
-                    status,
-                    tokens,
-                    _cos(cosine, i),
-                    condensed,
-                    **factors,
+                    item.id, item.type, item.timestamp, item.content, float(bm25[i]),
+                    float(decay[i]), float(fbw[i]), float(score[i]), status, tokens,
+                    _cos(cosine, i), condensed, **factors, passages=passages,
                 )
-            )
+            )  # fmt: skip
     if trace and mode in ("bm25", "hybrid"):
         rows.extend(_no_match_rows(catalog, plan, slots, now_ms, window))
     return Retrieval(
         query=query,
         mode=mode,
         memories=chosen,
-        text="\n".join(m.line for m in chosen),
-        tokens_used=used,
+        text=packed.text if packed is not None else "\n".join(m.line for m in chosen),
+        tokens_used=packed.tokens if packed is not None else used,
         max_tokens=max_tokens,
         max_items=max_items,
         token_counter=counter.name,
         trace=rows if trace else None,
         notes=notes,
         window=window,
+        inject=inject,
     )
 
 

@@ -33,6 +33,26 @@ CUT_REASONS = (
 )
 
 
+#: What ``Retrieval.text`` carries of each memory: ``"passages"`` (the default: the
+#: passages of its raw text that answer the query, verbatim) or ``"summary"`` (its
+#: <= 200-character ``content``, condensed further to fit).
+INJECT_MODES = ("passages", "summary")
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A span of a memory's raw text that went into the prompt, and why: ``whole`` (a
+    short memory), ``best`` (its best match for the query), ``match`` (another passage
+    matching the query), ``neighbour`` (next to a match, for context) or ``shortened``
+    (the best sentence of the best passage, when the passage did not fit)."""
+
+    start: int  # ``item.text[start:end]``
+    end: int
+    why: str
+    score: float  # its BM25 score for the query's terms (0: no term matched)
+    text: str
+
+
 @dataclass(frozen=True)
 class ScoredMemory:
     """An injected memory: ``score = relevance x decay x feedback_weight x time_match``,
@@ -46,12 +66,15 @@ class ScoredMemory:
     tokens: int
     line: str
     dense: float | None = None  # cosine similarity, when dense retrieval ran
-    condensed: bool = False  # ``line`` holds a shorter summary than ``item.content``
+    # inject="summary": ``line`` holds a shorter summary than ``item.content``;
+    # inject="passages": the best passage was cut to its best sentence to fit
+    condensed: bool = False
     relevance: float = 0.0
     lexical_part: float = 0.0
     dense_part: float = 0.0
     context_part: float = 0.0
     time_match: float = 1.0
+    passages: tuple[Passage, ...] = ()  # inject="passages": what of its text went in
 
 
 @dataclass(frozen=True)
@@ -75,6 +98,7 @@ class Candidate:
     dense_part: float = 0.0
     context_part: float = 0.0
     time_match: float = 1.0
+    passages: tuple[Passage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,6 +114,7 @@ class Retrieval:
     trace: list[Candidate] | None = None
     notes: tuple[str, ...] = ()  # e.g. why dense retrieval did not take part
     window: tuple[int, int] | None = None  # the time span the query names, if any
+    inject: str = "passages"  # what ``text`` carries of each memory (INJECT_MODES)
 
     @property
     def items(self) -> list[MemoryItem]:

@@ -284,3 +284,28 @@ def test_token_count_grows_with_content():
     )
     asm.add_step({"role": "user", "content": "Where is the nearest train station?"})
     assert asm.token_count() == base + counter.count("Where is the nearest train station?")
+
+
+async def test_recalled_memories_carry_retrieves_evidence_after_the_steps():
+    from pymemory import Memory
+    from pymemory.storage import MapKv
+
+    memory = await Memory.open(MapKv())
+    await memory.add(
+        "Ana: First the billing export.\nBen: When does the permissions module go live?\n"
+        "Ana: Next Tuesday, after the security review.\n" + "Ben: Small talk here.\n" * 40
+    )
+    found = await memory.retrieve("permissions module go live", max_tokens=120)
+    asm = MessageAssembler("You are helpful.")
+    asm.add_step({"role": "user", "content": "hi"})
+    prefix = asm.prefix_bytes()
+    asm.set_recalled(found)
+    msgs = asm.build()
+    assert msgs[-1]["role"] == "user"
+    assert msgs[-1]["content"] == f"<recalled_memories>\n{found.text}\n</recalled_memories>"
+    assert "Next Tuesday" in msgs[-1]["content"] and asm.prefix_bytes() == prefix
+    asm.set_recalled("")
+    assert asm.recalled is None and asm.build()[-1]["content"] == "hi"
+    with pytest.raises(ValidationError):
+        asm.set_recalled(42)  # type: ignore[arg-type]
+    await memory.close()

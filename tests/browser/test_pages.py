@@ -91,6 +91,12 @@ def test_debug_page_shows_every_candidate_and_why(context, base_url):
     assert text.count("deploy note") == 2
     assert "/ 1500" in page.get_by_test_id("debug-tokens").inner_text()
     assert page.get_by_test_id("debug-mode").get_attribute("data-mode") == "bm25"
+    # What the prompt got of each included memory: its passage, and why.
+    assert page.get_by_test_id("debug-inject").get_attribute("data-inject") == "passages"
+    passages = page.locator("[data-testid=debug-row][data-status=included] [data-testid=debug-passage]")
+    assert passages.count() == 2
+    assert {p.get_attribute("data-why") for p in passages.all()} == {"whole"}
+    assert all("staging server" in p.inner_text() for p in passages.all())
     _scores_add_up(page)
     assert errors == []
 

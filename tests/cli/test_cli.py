@@ -250,7 +250,7 @@ def test_search_ranks_with_scores_and_filters(cli: Cli, tmp_path: Path) -> None:
     result = cli.json("search", "dark mode editor")
     assert set(result) == {
         "query", "mode", "memories", "text", "tokens_used", "max_tokens", "max_items",
-        "token_counter", "trace", "strategy", "notes", "window",
+        "token_counter", "trace", "strategy", "notes", "window", "inject",
     }  # fmt: skip
     assert result["mode"] == "bm25"
     assert result["strategy"] is None and result["trace"] is None
@@ -266,8 +266,10 @@ def test_search_ranks_with_scores_and_filters(cli: Cli, tmp_path: Path) -> None:
         assert m["relevance"] == pytest.approx(m["lexical_part"] + m["dense_part"])
     # Neither a message nor a preference fades by default (relevance decides).
     assert memories[1]["decay"] == memories[0]["decay"] == 1.0
-    assert result["tokens_used"] == sum(m["tokens"] for m in memories) <= 1500
-    assert result["text"] == "\n".join(m["line"] for m in memories)
+    # The text: each memory's block under a line per day; its tokens counted exactly.
+    assert sum(m["tokens"] for m in memories) < result["tokens_used"] <= 1500
+    assert all(m["line"] in result["text"] for m in memories)
+    assert result["inject"] == "passages"
 
     recent = cli.json("search", "dark mode", "--hours", "24")
     assert [m["item"]["id"] for m in recent["memories"]] == [pref["id"]]
@@ -279,11 +281,12 @@ def test_search_ranks_with_scores_and_filters(cli: Cli, tmp_path: Path) -> None:
     assert typed["mode"] == "recency"
     assert [m["item"]["content"] for m in typed["memories"]] == ["Lunch is at noon"]
 
+    one = cli.json("search", "dark mode editor", "--max-items", "1")
     code, out, _ = cli("search", "dark mode editor", "--max-items", "1")
     assert code == 0
     lines = out.splitlines()
-    m = memories[0]
-    assert lines[0] == f"1 memory · {m['tokens']}/1500 tokens (o200k_base) · max 1 item · " + (
+    m = one["memories"][0]
+    assert lines[0] == f"1 memory · {one['tokens_used']}/1500 tokens (o200k_base) · max 1 item · " + (
         "ranked by bm25"
     )
     assert lines[2].startswith(f"1. {pref['id']}  user_preference  global  ")
@@ -305,7 +308,9 @@ def test_search_trace_shows_why_candidates_were_cut(cli: Cli) -> None:
     assert {r["status"] for r in result["trace"]} >= {"no_match"}  # the unrelated item
     assert [m["item"]["id"] for m in result["memories"]] == [best["id"]]
     included = next(r for r in result["trace"] if r["status"] == "included")
-    assert included["tokens"] == result["tokens_used"]
+    assert included["tokens"] < result["tokens_used"]  # its block; the day line besides
+    prompt = cli("search", "dark mode", "--scope", "user", "--max-items", "1", "--prompt")[1]
+    assert prompt.rstrip("\n") == result["text"] and best["text"] in prompt
 
     tight = cli.json("search", "dark mode", "--max-tokens", "3", "--trace")
     assert tight["memories"] == []

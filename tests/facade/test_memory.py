@@ -99,7 +99,7 @@ async def test_retrieve_ranks_by_relevance(memory):
     assert result.items[0] == target
     assert len(result.items) == 1
     assert target.content in result.text
-    assert result.tokens_used == memory.token_counter.count(result.memories[0].line)
+    assert result.tokens_used == memory.token_counter.count(result.text)
 
 
 async def test_retrieve_chinese(memory):

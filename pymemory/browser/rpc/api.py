@@ -285,6 +285,7 @@ class RpcApi:
             max_tokens=p.get("maxTokens", 1500),
             trace=p.get("trace", False),
             condense=p.get("condense", True),
+            inject=p.get("inject", "passages"),
         )
         return retrieval_js(result)
 

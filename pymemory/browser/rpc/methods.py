@@ -67,7 +67,7 @@ CORE_METHODS: dict[str, Method] = {
     ),
     "delete": _method("id expectedVersion", "id", mutates=True),
     "list": _method("scope type tags sinceMs untilMs limit"),
-    "retrieve": _method("query strategy maxItems maxTokens trace condense", "query"),
+    "retrieve": _method("query strategy maxItems maxTokens trace condense inject", "query"),
     "feedback": _method("id kind durable", "id kind", mutates=True),
     "flush": _method(),
     "clear": _method("scope tags type sinceMs untilMs all", mutates=True),

@@ -50,8 +50,15 @@ def _scores_js(x: ScoredMemory | Candidate) -> dict[str, Any]:
     }
 
 
+def passages_js(x: ScoredMemory | Candidate) -> list[dict[str, Any]]:
+    """What of a memory's raw text went into the prompt (``inject="passages"``)."""
+    return [{"start": p.start, "end": p.end, "why": p.why, "score": p.score, "text": p.text}
+            for p in x.passages]  # fmt: skip
+
+
 def scored_js(m: ScoredMemory) -> dict[str, Any]:
-    return {"item": item_js(m.item), **_scores_js(m), "line": m.line}
+    return {"item": item_js(m.item), **_scores_js(m), "line": m.line,
+            "passages": passages_js(m)}  # fmt: skip
 
 
 def candidate_js(c: Candidate) -> dict[str, Any]:
@@ -62,6 +69,7 @@ def candidate_js(c: Candidate) -> dict[str, Any]:
         "content": c.content,
         **_scores_js(c),
         "status": c.status,
+        "passages": passages_js(c),
     }
 
 
@@ -78,6 +86,7 @@ def retrieval_js(r: Retrieval) -> dict[str, Any]:
         "trace": None if r.trace is None else [candidate_js(c) for c in r.trace],
         "notes": list(r.notes),
         "window": None if r.window is None else list(r.window),
+        "inject": r.inject,
     }
 
 

@@ -160,6 +160,8 @@ function Summary({ r, elapsed }) {
     </span>
     <meter min="0" max=${r.maxTokens || 1} value=${r.tokensUsed} aria-label="Token budget used"></meter>
     <span>items: <strong>${r.memories.length} / ${r.maxItems}</strong></span>
+    <span data-testid="debug-inject" data-inject=${r.inject}
+      title="what the prompt gets of each memory: passages of its raw text, or its summary">inject: <strong>${r.inject}</strong></span>
     <span data-testid="debug-counts">
       ${(r.trace ?? []).length} candidates:${" "}
       ${order.map(
@@ -204,7 +206,10 @@ function TraceTable({ trace }) {
             <td><${StatusBadge} status=${c.status} />${c.condensed ? html` <small title="included with a shorter summary to fit the token budget">condensed</small>` : ""}</td>
             <td>${c.type}</td>
             <td class="time" title=${new Date(c.timestamp).toISOString()}>${stamp(c.timestamp)}<br />${age(c.timestamp)}</td>
-            <td class="content" title=${c.id}>${c.content}</td>
+            <td class="content" title=${c.id}>${c.content}${(c.passages ?? []).map(
+              (p) => html`<div class="passage" data-testid="debug-passage" data-why=${p.why}
+                title=${`characters ${p.start}-${p.end} of the raw text; BM25 ${fmt(p.score)}`}><small>${p.why}</small> ${p.text}</div>`,
+            )}</td>
             <td class="num">${fmt(c.bm25)}</td>
             <td class="num">${c.dense == null ? "—" : fmt(c.dense)}</td>
             <td class="num" data-testid="debug-relevance" title=${`dense part ${fmt(c.densePart)} + lexical part ${fmt(c.lexicalPart)} + context part ${fmt(c.contextPart)}`}>

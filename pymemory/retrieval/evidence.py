@@ -1,0 +1,208 @@
+"""Packing the prompt with evidence: the passages of the ranked memories that answer the
+query, verbatim, within the token budget.
+
+Passages compete for the budget by value, greedily (see :func:`pack`). The text groups
+lines by day, a memory's passages under one bullet, in time order then position, each
+passage once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..item import MemoryItem
+from .bm25 import Bm25Index
+from .passages import Span, passage_units, score_passages, split_passages
+from .results import Passage
+from .tokens import TokenCounter
+
+#: What the passage next to a matching one is worth, as a share of its memory's value
+#: (chosen on the LoCoMo tune half: docs/BENCHMARKS.md, "Evidence seen").
+NEIGHBOUR_WEIGHT = 0.5
+#: Stop looking after this many units in a row did not fit (the budget is about full).
+MAX_MISSES = 40
+GAP = "…"
+
+
+@dataclass
+class Taken:
+    """One memory in the prompt: its passages (spans of ``item.text``) and why each."""
+
+    order: int  # the how-manieth memory taken
+    item: MemoryItem
+    spans: dict[Span, str] = field(default_factory=dict)  # span -> why
+    scores: dict[Span, float] = field(default_factory=dict)
+    shortened: bool = False
+
+
+@dataclass
+class Packed:
+    taken: dict[int, Taken]  # candidate position -> what of it went in
+    text: str
+    tokens: int
+
+
+def day_of(ts_ms: int) -> str:
+    return dt.datetime.fromtimestamp(ts_ms / 1000, tz=dt.UTC).date().isoformat()
+
+
+def _label(item: MemoryItem) -> str:
+    return "- " if item.type == "message" else f"- ({item.type}) "
+
+
+def _indent(text: str) -> str:
+    return "\n  ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def render(taken: Sequence[Taken]) -> tuple[str, dict[int, str]]:
+    """The prompt text, and each memory's block (by :attr:`Taken.order`)."""
+    lines: list[str] = []
+    blocks: dict[int, str] = {}
+    day = None
+    for t in sorted(taken, key=lambda t: (t.item.timestamp, t.order)):
+        d = day_of(t.item.timestamp)
+        if d != day:
+            lines.append(f"[{d}]")
+            day = d
+        block = _label(t.item) + _join(t.item.text, sorted(t.spans))
+        blocks[t.order] = block
+        lines.append(block)
+    return "\n".join(lines), blocks
+
+
+def _join(text: str, spans: list[Span]) -> str:
+    parts: list[str] = []
+    prev_end = None
+    for a, b in spans:
+        if prev_end is not None:
+            parts.append(f"\n  {GAP}\n  " if text[prev_end:a].strip() else "\n  ")
+        parts.append(_indent(text[a:b]))
+        prev_end = b
+    return "".join(parts)
+
+
+def _sentence_of(text: str, span: Span, terms: Sequence[str], index: Bm25Index) -> Span | None:
+    """The best-matching sentence or line inside ``span`` (a shorter lead), if any."""
+    a, b = span
+    units = [(x + a, y + a) for x, y in passage_units(text[a:b], 0)]
+    if len(units) < 2:
+        return None
+    scores = [score_passages(text[x:y], terms, index)[0] for x, y in units]
+    best = max(range(len(units)), key=lambda k: (scores[k], -k))
+    return units[best]
+
+
+def pack(
+    candidates: Sequence[tuple[int, MemoryItem, float]],
+    terms: Sequence[str],
+    index: Bm25Index,
+    counter: TokenCounter,
+    *,
+    idf_mass: float,
+    max_items: int,
+    max_tokens: int,
+    shorten: bool = True,
+) -> Packed:
+    """Fill ``max_tokens`` with passages of ``candidates`` ((position, item, score), best
+    first, every one past the filters and the floor), at most ``max_items`` memories.
+
+    A passage's value is its memory's score relative to the best candidate's: all of it
+    for a memory of one passage (it goes in whole); for a memory of several, times the
+    share of the query's BM25 weight the passage matches (0..1), or
+    :data:`NEIGHBOUR_WEIGHT` for the passage just before or after a matching one that was
+    taken (the question before an answer, the answer after a question). A passage no
+    query term matches is neither taken nor offered, except a memory's best (its first,
+    when nothing matches: a memory found by meaning alone), worth 0. No passage is worth
+    more than its memory, so memories are opened lazily, best first, while one could
+    still beat what is queued."""
+    taken: dict[int, Taken] = {}
+    days: set[str] = set()
+    heap: list[tuple[float, int, int, Span, str]] = []
+    used = misses = 0
+    top = max((s for _, _, s in candidates), default=0.0) or 1.0
+    nxt = seq = 0
+    spans_of: dict[int, tuple[Span, ...]] = {}
+    items: dict[int, MemoryItem] = {}
+    scores_of: dict[int, dict[Span, float]] = {}
+    value_of: dict[int, float] = {}
+
+    def cost(item: MemoryItem, span: Span, t: Taken | None) -> int:
+        n = counter.count(_indent(item.text[span[0] : span[1]])) + 1
+        if t is None:
+            n += counter.count(_label(item))
+            d = day_of(item.timestamp)
+            if d not in days:
+                n += counter.count(f"[{d}]") + 1
+        else:
+            n += 2  # the line break and indent, or a gap line
+        return n
+
+    def push(v: float, pos: int, span: Span, why: str) -> None:
+        nonlocal seq
+        heapq.heappush(heap, (-v, seq, pos, span, why))
+        seq += 1
+
+    while (nxt < len(candidates) or heap) and used < max_tokens and misses < MAX_MISSES:
+        if nxt < len(candidates) and (not heap or candidates[nxt][2] / top >= -heap[0][0]):
+            pos, item, score = candidates[nxt]
+            nxt += 1
+            value = score / top
+            spans = split_passages(item.text)
+            scores = score_passages(item.text, terms, index) if len(spans) > 1 else [0.0]
+            spans_of[pos], items[pos], value_of[pos] = spans, item, value
+            scores_of[pos] = dict(zip(spans, scores, strict=True))
+            if len(spans) == 1:
+                push(value, pos, spans[0], "whole")
+                continue
+            shares = [min(x / idf_mass, 1.0) if idf_mass > 0 else 0.0 for x in scores]
+            best = max(range(len(spans)), key=lambda k: (shares[k], -k))
+            for k, span in enumerate(spans):
+                if k == best or shares[k] > 0:  # the others go in as context only
+                    push(value * shares[k], pos, span, "best" if k == best else "match")
+            continue
+        _, _, pos, span, why = heapq.heappop(heap)
+        item, t = items[pos], taken.get(pos)
+        if t is not None and any(a < span[1] and span[0] < b for a, b in t.spans):
+            continue  # in already (or a sentence of it, shortened to fit)
+        if t is None and len(taken) >= max_items:
+            continue
+        n = cost(item, span, t)
+        if n + used > max_tokens and t is None and shorten:
+            short = _sentence_of(item.text, span, terms, index)
+            if short is not None and used + cost(item, short, None) <= max_tokens:
+                span, why, n = short, "shortened", cost(item, short, None)
+        if used + n > max_tokens:
+            misses += 1
+            continue
+        misses = 0
+        if t is None:
+            t = taken[pos] = Taken(len(taken), item, scores=scores_of[pos])
+            days.add(day_of(item.timestamp))
+        t.spans[span] = why
+        t.shortened |= why == "shortened"
+        used += n
+        if why in ("best", "match") and NEIGHBOUR_WEIGHT > 0:
+            for nb in _neighbours(spans_of[pos], span):
+                push(value_of[pos] * NEIGHBOUR_WEIGHT, pos, nb, "neighbour")
+    text, _ = render(list(taken.values()))
+    exact = counter.count(text)
+    while exact > max_tokens and taken:  # the estimate ran over: drop the last memory taken
+        worst = max(taken, key=lambda p: taken[p].order)
+        del taken[worst]
+        text, _ = render(list(taken.values()))
+        exact = counter.count(text)
+    return Packed(taken, text, exact)
+
+
+def _neighbours(spans: Sequence[Span], span: Span) -> list[Span]:
+    k = spans.index(span) if span in spans else -1
+    return [spans[j] for j in (k - 1, k + 1) if k >= 0 and 0 <= j < len(spans)]
+
+
+def passages_of(t: Taken) -> tuple[Passage, ...]:
+    """What of a taken memory went in, in text order."""
+    return tuple(Passage(a, b, why, round(t.scores.get((a, b), 0.0), 4), t.item.text[a:b])
+                 for (a, b), why in sorted(t.spans.items()))  # fmt: skip
