@@ -358,8 +358,10 @@ export interface SyncResult {
   /** records sent to the hub, received from it (own echoes not counted) */
   pushed: number;
   pulled: number;
-  /** concurrent edits decided (the loser kept in the item's history) */
+  /** memories whose concurrent edits were decided (the loser kept in the item's history) */
   conflicts: number;
+  /** the ids of those memories, each once */
+  conflictItems: string[];
   /** the hub's feed position after the round (opaque) */
   checkpoint: unknown;
   /** request and response bodies on the wire */
@@ -427,7 +429,7 @@ export interface Stats {
   sync?: {
     lastSyncMs: number | null;
     pending: number | null;
-    lastRound?: { pushed: number; pulled: number; conflicts: number };
+    lastRound?: { pushed: number; pulled: number; conflicts: number; conflictItems: string[] };
     live: Array<{ running: boolean; rounds: number; failures: number; lastError: string | null }>;
     /** the round running now in the store's worker (a live one too), null between rounds */
     round?: SyncRound | null;

@@ -3,8 +3,10 @@
 Two records in the store itself, so the mechanism is the same on every backend (SQLite,
 IndexedDB, MapKv) and needs nothing but ``transact``::
 
-    meta:seq           {"seq": N}: the number of logged commits so far
-    chg:<N, 16 digits> {"keys": [...]}: the keys commit N put or deleted (no values)
+    meta:seq           {"seq": N, "h": H}: the number of logged commits so far, and the
+                       store's hybrid logical clock (below)
+    chg:<N, 16 digits> {"keys": [...], "h": H}: the keys commit N put or deleted (no
+                       values) and the clock of that edit
 
 :func:`commit` is a ``transact`` that also reads ``meta:seq``, bumps it and writes the
 commit's ``chg:`` record, all in the same transaction, so the sequence numbers are dense
@@ -18,11 +20,18 @@ A deletion is logged like any change: the ``chg:`` record naming the deleted key
 tombstone that tells every other instance to drop its copy. Records hold keys only
 (``mem:<uuid>``, ``vec:<uuid>``, ``arc:<uuid>``), never content, so forgetting an item
 leaves none of its text here.
+
+The clock (``h``, ms * :data:`CLOCK_SHIFT` + a counter) says when an edit was made, for
+sync (pymemory/sync/: the later edit wins): each commit gets ``max(now, h + 1)`` of the
+``meta:seq`` it read, and a sync pull advances ``meta:seq``'s ``h`` past every record it
+applies (:func:`observe`), so an edit is always stamped after everything its device had
+seen. :func:`log_keys` (pulled records) stamps no clock: they are not local edits.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +40,7 @@ from ..errors import StorageError, shown
 from .base import KvBackend, Writes
 
 SEQ_KEY = "meta:seq"
+CLOCK_SHIFT = 4096  # a clock value is ms * CLOCK_SHIFT + a counter
 LOG_PREFIX = "chg:"
 SEQ_DIGITS = 16
 RETAIN = 4096
@@ -40,6 +50,40 @@ ChangeFn = Callable[[list[bytes | None], list[list[str]]], Writes]
 
 def log_key(seq: int) -> str:
     return f"{LOG_PREFIX}{seq:0{SEQ_DIGITS}d}"
+
+
+def now_ms() -> int:
+    """The wall clock in ms (a seam: the sync tests skew a device's clock through it)."""
+    return time.time_ns() // 1_000_000
+
+
+def tick(last: int) -> int:
+    """The next clock value after ``last``: never behind the wall clock."""
+    return max(now_ms() * CLOCK_SHIFT, last + 1)
+
+
+def decode_clock(raw: bytes | None) -> int:
+    """The clock ``meta:seq`` holds (0: none yet)."""
+    if raw is None:
+        return 0
+    try:
+        h = json.loads(raw).get("h", 0)
+    except (ValueError, AttributeError):
+        return 0
+    return h if isinstance(h, int) and not isinstance(h, bool) and h > 0 else 0
+
+
+def seq_record(seq: int, h: int) -> bytes:
+    """The ``meta:seq`` value for sequence number ``seq`` and clock ``h``."""
+    return _encode({"seq": seq, "h": h} if h else {"seq": seq})
+
+
+def observe(raw: bytes | None, seen: int) -> bytes | None:
+    """``meta:seq`` (as read: ``raw``) with its clock advanced to ``seen`` (None: no
+    change needed). The sequence number stays: nothing was logged."""
+    if seen <= decode_clock(raw):
+        return None
+    return seq_record(decode_seq(raw), seen)
 
 
 def decode_seq(raw: bytes | None) -> int:
@@ -88,10 +132,11 @@ async def commit(
         if not changed:
             return Writes(result=Committed(before, before, writes.result))
         seq = before + 1
+        h = tick(decode_clock(values[0]))
         puts = [
             *writes.puts,
-            (SEQ_KEY, _encode({"seq": seq})),
-            (log_key(seq), _encode({"keys": changed})),
+            (SEQ_KEY, seq_record(seq, h)),
+            (log_key(seq), _encode({"keys": changed, "h": h})),
         ]
         deletes = list(writes.deletes)
         if seq > RETAIN:
@@ -158,8 +203,30 @@ async def log_keys(kv: KvBackend, keys: Sequence[str]) -> Committed:
         if not changed:
             return Writes(result=Committed(before, before, None))
         seq = before + 1
-        puts = [(SEQ_KEY, _encode({"seq": seq})), (log_key(seq), _encode({"keys": changed}))]
+        h = decode_clock(values[0])
+        puts = [(SEQ_KEY, seq_record(seq, h)), (log_key(seq), _encode({"keys": changed}))]
         deletes = [log_key(seq - RETAIN)] if seq > RETAIN else []
         return Writes(puts, deletes, Committed(seq, before, None))
 
     return await kv.transact([SEQ_KEY], body)
+
+
+async def edit_clocks(kv: KvBackend, after: int = 0) -> tuple[dict[str, int], int]:
+    """Each key's clock at its latest stamped commit after ``after`` that the log still
+    holds, and the clock of the oldest such commit (0: none)."""
+    found: dict[str, int] = {}
+    oldest = 0
+    start = log_key(after) if after > 0 else None
+    for _, raw in await kv.scan(LOG_PREFIX, start_after=start):
+        try:
+            record = json.loads(raw)
+            h, keys = record.get("h"), record["keys"]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if not isinstance(h, int) or isinstance(h, bool) or not isinstance(keys, list):
+            continue
+        oldest = oldest or h
+        for key in keys:
+            if isinstance(key, str):
+                found[key] = h
+    return found, oldest

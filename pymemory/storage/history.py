@@ -64,20 +64,20 @@ def read_record(key: str, raw: bytes | str) -> Past:
 
 
 def versions(current: MemoryItem, pasts: Iterable[Past]) -> list[MemoryVersion]:
-    """The item's versions, oldest first, ending with ``current``. Past versions at or
-    above the current one (an update that landed between two reads) are left out.
+    """The item's versions, oldest first, ending with ``current``.
 
     A conflict's loser comes after the version of its number on the line (if any), with
     ``conflict=True``, valid from the end of the line's version before it until it was
-    set aside; one equal to another version (or to another loser) is shown once."""
+    set aside; one equal to another version (or to another loser) is shown once. So do
+    past versions at or above the current one: a line of updates that lost a sync
+    conflict to a version with a lower number (or, shown once, the current version
+    itself when an update landed between two reads)."""
     line: list[MemoryVersion] = []
     start = current.timestamp
     side: list[Past] = []
     for past in sorted(pasts, key=lambda p: (p.item.version, p.valid_to)):
-        if past.conflict:
+        if past.conflict or past.item.version >= current.version:
             side.append(past)
-            continue
-        if past.item.version >= current.version:
             continue
         line.append(MemoryVersion(past.item, start, past.valid_to))
         start = past.valid_to

@@ -1,8 +1,8 @@
 """The key layout in the KV store and its versioning.
 
     meta:schema      {"version": N}      written when a store is created or migrated
-    meta:seq         {"seq": N}          the change log's sequence number (changes.py)
-    chg:<seq>        {"keys": [...]}     the keys one logged commit changed (changes.py)
+    meta:seq         {"seq": N, "h": H}  the change log's sequence number and clock (changes.py)
+    chg:<seq>        {"keys": [...], "h": H}  the keys one logged commit changed, its clock
     mem:<id>         a MemoryItem as canonical JSON (with its ``version`` when above 1)
     arc:<id>         an ArchivedItem (id, type, timestamp, content)
     vec:<id>         the item's embedding (retrieval/vectors_kv.py)

@@ -59,6 +59,18 @@ def split_url(url: object, auth: Auth) -> tuple[str, str | None, str]:
     return clean, _auth_header(auth), clean
 
 
+def _deleted_stub(row: dict[str, Any]) -> dict[str, Any]:
+    """A feed row of a document deleted at the CouchDB level, as ``{"_id", "_rev",
+    "_deleted": true}`` (``_rev``: the deletion's revision, None if the row has none)."""
+    doc = row.get("doc")
+    rev = doc.get("_rev") if isinstance(doc, dict) else None
+    changes = row.get("changes")
+    if not isinstance(rev, str) and isinstance(changes, list) and changes:
+        first = changes[0]
+        rev = first.get("rev") if isinstance(first, dict) else None
+    return {"_id": row["id"], "_rev": rev if isinstance(rev, str) else None, "_deleted": True}
+
+
 class CouchClient:
     """One database on a CouchDB-protocol server."""
 
@@ -149,7 +161,9 @@ class CouchClient:
         return revs
 
     async def changes(self, since: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
-        """One page of the feed after ``since``: (the docs, the page's last seq)."""
+        """One page of the feed after ``since``: (the docs, the page's last seq). A
+        document deleted at the CouchDB level comes as ``{"_id", "_rev", "_deleted":
+        true}``."""
         mark = since if isinstance(since, str) else json.dumps(since)
         path = f"/_changes?style=main_only&include_docs=true&limit={limit}&since={quote(mark)}"
         _, out = await self._call("GET", path)
@@ -162,8 +176,9 @@ class CouchClient:
             if not isinstance(row, dict) or not isinstance(row.get("id"), str):
                 raise SyncError("the sync server's _changes feed has a malformed row")
             doc = row.get("doc")
-            if row.get("deleted") and not isinstance(doc, dict):
-                continue  # a CouchDB-level deletion: not ours (we write tombstone docs)
+            if row.get("deleted") is True:  # a CouchDB-level deletion: not ours (we
+                docs.append(_deleted_stub(row))  # write tombstone docs): the hub lost it
+                continue
             if not isinstance(doc, dict) or doc.get("_id") != row["id"]:
                 raise SyncError(f"the sync server's feed has no document for {row['id']!r}")
             docs.append(doc)

@@ -179,7 +179,12 @@ class SyncHost:
         pending = await changes.read_seq(raw) - int(point.get("pushed", 0))
         return {
             "lastSyncMs": last.get("at"),
-            "lastRound": {k: last.get(k) for k in ("pushed", "pulled", "conflicts")},
+            "lastRound": {
+                "pushed": last.get("pushed"),
+                "pulled": last.get("pulled"),
+                "conflicts": last.get("conflicts"),
+                "conflictItems": last.get("conflictItems", []),
+            },
             "pending": max(0, pending),
             "live": live,
             "round": running,

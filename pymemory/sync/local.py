@@ -6,7 +6,10 @@ stamps with, and its own records under ``sync:`` (never synced, never logged)::
     sync:hub:<hub>   {"since": ..., "pushed": N}   the hub's feed position, the local log's
     sync:k:<key>     {"h", "d", "x", "r"}          a key's last synced clock and device, the
                                                    digest of the local value then, the hub's rev
+                                                   (``"gone": true``: the hub lost it)
     sync:unlogged    {"keys": [...]}               pulled keys not yet in the change log
+    sync:repush      {"keys": [...]}               keys the hub lost (deleted at the CouchDB
+                                                   level): pushed again as they were
     sync:last        {"at", "pushed", "pulled", "conflicts", "hub", "since"}   the last round
     sync:lost:<d>    {"k", "v"}                    a conflict's loser on its way to history
                                                    (losers.py)
@@ -33,6 +36,7 @@ DEVICE_KEY = "sync:device"
 CLOCK_KEY = "sync:clock"
 UNLOGGED_KEY = "sync:unlogged"
 LAST_KEY = "sync:last"
+REPUSH_KEY = "sync:repush"
 META_PREFIX = "sync:k:"
 
 

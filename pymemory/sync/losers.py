@@ -1,9 +1,9 @@
 """Conflict losers into their item's history (docs/sync.md, "Conflicts and deletes").
 
-When a pull decides a conflict for a local edit of an item (``mem:``) or of a history
-record (``hst:``) against the hub's live version, the transaction that applies the page
-also puts the hub's version aside as ``sync:lost:<digest>`` ``{"k": key, "v": base64}``
-(the bytes as the hub held them: sealed for an encrypted store). :func:`keep` then
+When a pull decides a conflict between a local edit of an item (``mem:``) or of a history
+record (``hst:``) and the hub's live version, the transaction that applies the page also
+puts the losing version, the hub's or the local one, aside as ``sync:lost:<digest>``
+``{"k": key, "v": base64}`` (the bytes as stored: sealed for an encrypted store). :func:`keep` then
 writes each into its item's history through the host store (so it is sealed and logged
 like any write) as ``hst:<id>:<version>~<tag>`` (pymemory/storage/history.py), and drops
 the record put aside. It runs again at the start of every round: a round killed between

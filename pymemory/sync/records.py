@@ -16,7 +16,9 @@ tombstone, or move a record to another key without failing the stamp.
 Conflicts (:func:`wins`): for the item records (``mem:``, ``arc:``, ``hst:``, whose
 ids are random and never reused) a tombstone beats any live version, so a delete or a
 forget always sticks; otherwise the version with the higher hybrid logical clock wins,
-then the higher device id. Every device applies the same rule to the same two versions.
+then the higher device id. A version's clock is the one its edit got when it was made
+(pymemory/storage/changes.py), kept through every push, pull and retry. Every device
+applies the same rule to the same two versions.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SyncError
+from ..storage import changes
 
 DOC_PREFIX = "k:"
 STORE_DOC = "pymemory"  # the hub's store record: {"encrypted": bool, "schema": N, "hub": id}
@@ -45,7 +47,10 @@ SCANNED_PREFIXES = tuple(p for p in TRAVEL_PREFIXES if p not in LOGGED_PREFIXES)
 #: Item records: ids are random and never reused, so a tombstone always wins.
 ITEM_PREFIXES = ("mem:", "arc:", "hst:")
 GONE = "-"  # the digest of a deleted record
-CLOCK_SHIFT = 4096  # an HLC value is ms * CLOCK_SHIFT + a counter
+#: The synced digest of a record this device deleted before it ever synced a version of
+#: it: any live version the hub has is a local change's conflict (which the delete wins).
+UNSYNCED = "?"
+CLOCK_SHIFT = changes.CLOCK_SHIFT  # an HLC value is ms * CLOCK_SHIFT + a counter
 
 
 SCHEMA_RECORD = "meta:schema"  # travels so that an encrypted device gets it sealed
@@ -93,8 +98,27 @@ class Clock:
         self.last = max(self.last, h)
 
     def tick(self) -> int:
-        self.last = max(time.time_ns() // 1_000_000 * CLOCK_SHIFT, self.last + 1)
+        self.last = changes.tick(self.last)
         return self.last
+
+
+def item_of_key(key: str) -> str:
+    """What a conflict is counted against: an item record's item id (``mem:``, ``arc:``,
+    ``hst:<id>:<n>``), else the key itself."""
+    if key.startswith(ITEM_PREFIXES):
+        return key[4:].split(":", 1)[0]
+    return key
+
+
+def local_change(value: bytes | None, meta: dict[str, Any] | None) -> bool:
+    """Whether the local ``value`` of a key differs from what the hub may hold of this
+    device's: the version last synced (``x``) or one sent whose answer was lost (``p``,
+    the digests sent since the last answer)."""
+    mine = digest(value)
+    if meta is None:
+        return mine != GONE
+    sent = meta.get("p")
+    return mine != meta["x"] or (isinstance(sent, list) and any(d != mine for d in sent))
 
 
 def stamp_body(key: str, h: int, d: str, value: bytes | None) -> bytes:

@@ -4,25 +4,30 @@
 longer reaches back, every travelling item record), plus every record the agent
 primitives keep (they write without the log) are compared with their ``sync:k:`` record:
 a value whose digest differs from the one last synced is a local change. Each goes up as
-one document with a fresh clock; the hub refusing a write (someone else wrote the key
-since this device last saw it) leaves it for after the pull. The local ``sync:k:``
+one document with the clock its edit got when it was made (:mod:`.edits`; never behind the
+version it replaces); the hub refusing a write (someone else wrote the key since this
+device last saw it) leaves it for after the pull. A deleted item also deletes its
+``arc:`` record (a deletion beats another device's archive). The local ``sync:k:``
 records change only after the hub accepted a write, so a round killed mid-push pushes
 again and, finding its own write on the hub, adopts it (nothing duplicated).
 
 **Pull.** The hub's ``_changes`` feed after the stored position, a page at a time. Each
 page is checked whole (shape; for an encrypted store every stamp, and no record older
 than the one this device holds) and then applied in ONE transaction with the new feed
-position, so a round killed mid-pull resumes at the last applied page. Conflicts are
-decided by :func:`~.records.wins` on every device alike; a local edit that beats the
-hub's version is pushed again at the end of the round, the hub's losing version of an
-item (or of a history record) is kept in the item's history (:mod:`.losers`, which also
-says how every device keeps it under one key). Pulled keys are then logged in the change
+position, so a round killed mid-pull resumes at the last applied page (:mod:`.pull`).
+Conflicts are decided by :func:`~.records.wins` on every device alike, with the local
+change's edit clock; a local edit that beats the hub's version is pushed again at the end
+of the round, the losing version of an item (or of a history record), local or the hub's,
+is kept in the item's history (:mod:`.losers`, which also says how every device keeps it
+under one key). Keys the hub refuses twice in a round and no longer holds at all go up
+again as new (:func:`.pull.repair`). Pulled keys are then logged in the change
 log, so every ``Memory`` over the store re-reads them (``sync:unlogged`` makes that
 survive a crash).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -30,13 +35,16 @@ from typing import Any, Literal
 import pymemory.sync.local as L
 import pymemory.sync.losers as losers
 import pymemory.sync.manifest as manifest
+import pymemory.sync.pull as pull
 
-from ..errors import SchemaError, SyncError, SyncIntegrityError
+from ..errors import SchemaError, SyncError
 from ..storage import KvBackend, Writes, changes, iter_prefix, schema
 from .couch import Auth, CouchClient, split_url
+from .edits import EditClocks
 from .local import Local
 from .records import (
     DOC_PREFIX,
+    GONE,
     HUB_FORMAT,
     KEY_RECORD,
     LOGGED_PREFIXES,
@@ -44,20 +52,25 @@ from .records import (
     SCHEMA_RECORD,
     STORE_DOC,
     TRAVEL_PREFIXES,
+    UNSYNCED,
     Clock,
     Incoming,
     Version,
     digest,
     from_doc,
+    local_change,
     stamp_body,
     to_doc,
     travels,
-    wins,
 )
 from .transport import Transport, WireCount, default_transport
 
+log = logging.getLogger("pymemory")
+
 #: A local change: the key, its value (None: deleted) and its sync record (None: never).
 Dirty = tuple[str, bytes | None, dict[str, Any] | None]
+#: The sync record of an ``arc:`` key this device deleted without ever syncing it.
+UNSYNCED_DELETE = {"h": 0, "d": "", "x": UNSYNCED}
 PUSH_BATCH = 500
 PULL_BATCH = 500
 READ_CHUNK = 500
@@ -66,12 +79,15 @@ READ_CHUNK = 500
 @dataclass
 class SyncResult:
     """What one round did: records ``pushed`` and ``pulled`` (own echoes not counted),
-    ``conflicts`` decided, the hub's feed position after it (``checkpoint``, opaque) and
-    the bytes on the wire."""
+    ``conflicts``: the items whose conflicts it decided (``conflicted``: which), the hub's
+    feed position after it (``checkpoint``, opaque) and the bytes on the wire."""
 
     pushed: int = 0
     pulled: int = 0
     conflicts: int = 0
+    #: The items (ids; other records: their keys) whose conflicts the round decided,
+    #: each once however many of its records conflicted.
+    conflicted: list[str] = field(default_factory=list)
     checkpoint: Any = None
     hub: str = ""
     wire: WireCount = field(default_factory=WireCount)
@@ -82,6 +98,7 @@ class SyncResult:
             "pushed": self.pushed,
             "pulled": self.pulled,
             "conflicts": self.conflicts,
+            "conflictItems": list(self.conflicted),
             "checkpoint": self.checkpoint,
             "bytesSent": self.wire.sent,
             "bytesReceived": self.wire.received,
@@ -150,6 +167,9 @@ class Round:
         self.clock = Clock()
         self.hub = ""
         self.retry: set[str] = set()
+        self.edits = EditClocks(None, 0, self.clock)
+        self.conflicted: set[str] = set()
+        self.page = PULL_BATCH  # read here, so that a test can shrink it
 
     async def run(self) -> SyncResult:
         start = time.perf_counter()
@@ -168,6 +188,8 @@ class Round:
         self.progress.phase = "push"
         if self.retry and self.local.can_push:
             await self._push(sorted(self.retry))
+            if self.retry:
+                await self._repair(sorted(self.retry))
         if self.local.encrypted:
             await manifest.push(self)
         await self._save_last(time.perf_counter() - start)
@@ -249,10 +271,34 @@ class Round:
 
             self.device = await raw.transact([L.DEVICE_KEY], make)
         last = L.decode(clock)
-        self.clock = Clock(last["h"] if isinstance(last, dict) else 0)
+        stored = last["h"] if isinstance(last, dict) and isinstance(last.get("h"), int) else 0
+        seen = changes.decode_clock(await raw.get(changes.SEQ_KEY))
+        self.clock = Clock(max(stored, seen))
         point = L.decode(cp) or {}
         self.since = point.get("since", 0)
         self.pushed_seq = int(point.get("pushed", 0))
+        logged = self.local.host is not raw or not self.local.encrypted
+        self.edits = EditClocks(self.local.host if logged else None, self.pushed_seq, self.clock)
+        if cp is None:
+            last_round = L.decode(await raw.get(L.LAST_KEY))
+            if isinstance(last_round, dict) and last_round.get("hub") not in (None, self.hub):
+                await self._hub_replaced()
+
+    async def _hub_replaced(self) -> None:
+        """The hub is not the one this device last synced with (it lost everything and
+        was made again, or the store moved to a new database): every record synced
+        there goes up again as it was (its clock and device kept), so the new hub gets
+        the whole store from any device that has it."""
+        raw = self.local.raw
+        rows = [(k, L.decode(v)) async for k, v in iter_prefix(raw, L.META_PREFIX)]
+        marks = [
+            (k, L.encode({**meta, "r": None, "gone": True}))
+            for k, meta in rows
+            if isinstance(meta, dict) and meta.get("h") and "x" in meta
+        ]
+        log.warning("sync: a new hub (%s); pushing %d records to it again", self.hub, len(marks))
+        for start in range(0, len(marks), READ_CHUNK):
+            await raw.put_many(marks[start : start + READ_CHUNK])
 
     def _checkpoint(self, since: Any, pushed: int) -> tuple[str, bytes]:
         return L.hub_key(self.hub), L.encode({"since": since, "pushed": pushed})
@@ -280,6 +326,7 @@ class Round:
             "pushed": self.result.pushed,
             "pulled": self.result.pulled,
             "conflicts": self.result.conflicts,
+            "conflictItems": self.result.conflicted,
             "hub": self.hub,
             "since": self.since,
         }
@@ -318,26 +365,96 @@ class Round:
     async def _push(self, only: list[str] | None) -> None:
         if only is None:
             keys, seq = await self._candidates()
+            again = L.decode(await self.local.raw.get(L.REPUSH_KEY)) or {}
+            keys = sorted(set(keys) | set(again.get("keys", [])))
         else:
             keys, seq = only, None
         self.retry = set()
+        kept = 0
         for start in range(0, len(keys), READ_CHUNK):
             chunk = keys[start : start + READ_CHUNK]
             got = await self.local.raw.get_many(chunk + [L.meta_key(k) for k in chunk])
             values, metas = got[: len(chunk)], [L.decode(m) for m in got[len(chunk) :]]
-            dirty = []
+            dirty: list[Dirty] = []
             for key, value, meta in zip(chunk, values, metas, strict=True):
-                synced = meta["x"] if isinstance(meta, dict) else digest(None)
-                if digest(value) != synced:
-                    dirty.append((key, value, meta if isinstance(meta, dict) else None))
+                meta = meta if isinstance(meta, dict) else None
+                if local_change(value, meta) or (meta is not None and meta.get("gone")):
+                    dirty.append((key, value, meta))
             if dirty:
+                dirty += await self._implied(dirty)
+                await self.edits.load([key for key, _, _ in dirty])
+                kept += await self._overwritten(dirty)
                 await self._push_batch(dirty)
+        if kept:
+            self.retry.update(await losers.keep(self.local))  # pushed at the end of the round
         if seq is not None and not self.retry:
             self.pushed_seq = seq
             await self.local.raw.put_many([self._checkpoint(self.since, seq), self._clock_record()])
 
+    async def _implied(self, dirty: list[Dirty]) -> list[Dirty]:
+        """A deleted item (its ``mem:`` record gone here, with no ``arc:`` record) is
+        also deleted from the archive, so that another device's archiving of it never
+        brings it back (a deletion beats an archive): a tombstone for each ``arc:`` key
+        this device never synced, dated with the delete."""
+        deleted = [k for k, v, _ in dirty if v is None and k.startswith(schema.MEM)]
+        arcs = [schema.ARC + k[len(schema.MEM) :] for k in deleted]
+        have = {k for k, _, _ in dirty}
+        arcs = [k for k in arcs if k not in have]
+        if not arcs:
+            return []
+        got = await self.local.raw.get_many(arcs + [L.meta_key(k) for k in arcs])
+        out: list[Dirty] = []
+        for i, (mem, arc) in enumerate(zip(deleted, arcs, strict=False)):
+            if got[i] is None and got[len(arcs) + i] is None:
+                await self.edits.load([mem])
+                self.edits.given[arc] = self.edits.of(mem)
+                # a local deletion from now on (its record is written before the push),
+                # whatever answer the push gets: the pull decides it against the hub's
+                out.append((arc, None, dict(UNSYNCED_DELETE)))
+        return out
+
+    async def _overwritten(self, dirty: list[Dirty]) -> int:
+        """A history record written here over a different synced one (an item whose
+        winning line, after a conflict, has reached a version number the losing line
+        used): the synced one, read back from the hub, goes into the item's history as
+        a conflict's loser (:mod:`.losers`) rather than being lost. How many."""
+        over = [
+            (key, meta)
+            for key, value, meta in dirty
+            if key.startswith(schema.HST)
+            and value is not None
+            and meta is not None
+            and meta.get("h")
+            and meta.get("x") not in (GONE, UNSYNCED, digest(value))
+            and "~" not in key
+        ]
+        if not over:
+            return 0
+        docs = await self.client.get_docs([DOC_PREFIX + key for key, _ in over])
+        found = [from_doc(d) for d in docs.values() if d is not None]
+        synced = {key: meta["x"] for key, meta in over}
+        back = [f for f in found if f is not None and f.version.value is not None]
+        back = [f for f in back if digest(f.version.value) == synced.get(f.key)]
+        if not back:
+            return 0
+        await self._verify(back)
+        aside = [losers.put_aside(f.key, f.version.value) for f in back]  # type: ignore[arg-type]
+        await self.local.raw.put_many(aside)
+        return len(aside)
+
+    def _version(self, key: str, value: bytes | None, meta: dict[str, Any] | None) -> Version:
+        """The version a local change goes up as: its edit's clock (never behind the
+        version it replaces); a record the hub lost goes up again as it was."""
+        if meta is not None and meta.get("gone") and digest(value) == meta.get("x"):
+            return Version(meta["h"], meta["d"], value)
+        h = self.edits.of(key)
+        if meta is not None and isinstance(meta.get("h"), int):
+            h = max(h, meta["h"] + 1)
+        self.clock.observe(h)
+        return Version(h, self.device, value)
+
     async def _push_batch(self, dirty: list[Dirty]) -> None:
-        versions = [Version(self.clock.tick(), self.device, value) for _, value, _ in dirty]
+        versions = [self._version(key, value, meta) for key, value, meta in dirty]
         stamps: list[bytes | None] = [None] * len(dirty)
         sealer = self.local.sealer
         if sealer is not None:
@@ -352,8 +469,29 @@ class Round:
         ]
         for start in range(0, len(docs), PUSH_BATCH):
             part = slice(start, start + PUSH_BATCH)
+            await self._mark_sent(dirty[part], versions[part])
             revs = await self.client.bulk_docs(docs[part])
             await self._record_pushed(dirty[part], versions[part], revs)
+
+    async def _mark_sent(self, dirty: list[Dirty], versions: list[Version]) -> None:
+        """Before a batch goes up: each key's sync record notes the digest sent (``p``, the
+        last few since the hub's last answer),
+        so that if the answer is lost (the hub may hold it), a later change of the key
+        here, a delete included, is still a local change (:func:`local_change`)."""
+        keys = [L.meta_key(key) for key, _, _ in dirty]
+
+        def mark(values: list[bytes | None], _: list[list[str]]) -> Writes:
+            puts = []
+            for key, raw, version, (_, _, given) in zip(keys, values, versions, dirty, strict=True):
+                meta = L.decode(raw)
+                if not isinstance(meta, dict):  # never synced (an implied delete: marked)
+                    meta = given if given is not None else {"h": 0, "d": "", "x": GONE}
+                sent = [d for d in meta.get("p", []) if d != digest(version.value)]
+                sent = [*sent[-7:], digest(version.value)]
+                puts.append((key, L.encode({**meta, "p": sent})))
+            return Writes(puts)
+
+        await self.local.raw.transact(keys, mark)
 
     async def _record_pushed(
         self,
@@ -369,9 +507,13 @@ class Round:
 
         def record(values: list[bytes | None], _: list[list[str]]) -> Writes:
             puts = [clock]
-            grown = manifest.grow(values[-1], gone) if self.local.sealer is not None else None
+            grown = manifest.grow(values[-2], gone) if self.local.sealer is not None else None
             if grown is not None:
                 puts.append(grown)
+            again = L.decode(values[-1]) or {}
+            if again.get("keys"):
+                done = {k for k in keys if revs[DOC_PREFIX + k] is not None}
+                puts.append((L.REPUSH_KEY, L.encode({"keys": sorted(set(again["keys"]) - done)})))
             for i, (key, version) in enumerate(zip(keys, versions, strict=True)):
                 rev = revs[DOC_PREFIX + key]
                 if rev is None:
@@ -389,109 +531,21 @@ class Round:
             else:
                 self.result.pushed += 1
         self.progress.pushed = self.result.pushed
-        read = keys + [L.meta_key(k) for k in keys] + [manifest.MANIFEST_KEY]
+        read = keys + [L.meta_key(k) for k in keys] + [manifest.MANIFEST_KEY, L.REPUSH_KEY]
         await self.local.raw.transact(read, record)
 
     # --- pull ----------------------------------------------------------------------
 
     async def _pull(self) -> None:
-        while True:
-            docs, last = await self.client.changes(self.since, PULL_BATCH)
-            incoming: dict[str, Incoming] = {}
-            for doc in docs:
-                found = from_doc(doc)
-                if found is not None:
-                    incoming[found.key] = found
-            if incoming:
-                await self._verify(list(incoming.values()))
-            await self._apply(list(incoming.values()), last)
-            self.since = last
-            if len(docs) < PULL_BATCH:
-                return
+        await pull.pull(self)
 
     async def _verify(self, batch: list[Incoming]) -> None:
-        """An encrypted store's checks, before anything of the page is written."""
-        sealer = self.local.sealer
-        if not self.local.encrypted or sealer is None:
-            return
-        for found in batch:
-            v = found.version
-            if found.stamp is None:
-                raise SyncIntegrityError(f"the hub's record {found.key!r} carries no seal")
-            opened = await sealer.open(L.SYNC + found.key, found.stamp)
-            if opened != stamp_body(found.key, v.h, v.d, v.value):
-                raise SyncIntegrityError(
-                    f"the hub's record {found.key!r} does not match its seal (altered clock, "
-                    "value or deletion); nothing of its batch was written"
-                )
+        await pull.verify(self, batch)
 
-    async def _apply(self, batch: list[Incoming], last: Any) -> None:
-        for found in batch:
-            self.clock.observe(found.version.h)
-        now = self.clock.tick()
-        keys = [f.key for f in batch]
-        n = len(keys)
-        read = keys + [L.meta_key(k) for k in keys] + [L.UNLOGGED_KEY, schema.META_SCHEMA]
-        encrypted = self.local.encrypted
-        device, hub_point = self.device, self._checkpoint(last, self.pushed_seq)
-        clock = self._clock_record()
+    async def _apply(
+        self, batch: list[Incoming], last: Any, lost: dict[str, str | None] | None = None
+    ) -> None:
+        await pull.apply(self, batch, last, lost or {})
 
-        def apply(values: list[bytes | None], _: list[list[str]]) -> Writes:
-            puts: list[tuple[str, bytes]] = [hub_point, clock]
-            deletes: list[str] = []
-            changed: list[str] = []
-            pulled = conflicts = 0
-            retry: list[str] = []
-            lost = 0
-            for i, found in enumerate(batch):
-                key, inc = found.key, found.version
-                here, meta = values[i], L.decode(values[n + i])
-                mine = digest(here)
-                theirs = digest(inc.value)
-                meta_ok = isinstance(meta, dict)
-                if meta_ok and (inc.h, inc.d) < (meta["h"], meta["d"]):
-                    if encrypted:
-                        raise SyncIntegrityError(
-                            f"the hub served an older revision of {key!r} than this device "
-                            "holds (a replay); nothing of its batch was written"
-                        )
-                    continue  # stale: keep what is here
-                synced = meta["x"] if meta_ok else digest(None)
-                record = {"h": inc.h, "d": inc.d, "x": theirs, "r": found.rev}
-                if mine == theirs:  # the same bytes (e.g. this device's own push)
-                    puts.append((L.meta_key(key), L.encode(record)))
-                    continue
-                if mine != synced:  # a local change not on the hub yet: a conflict
-                    conflicts += 1
-                    if not wins(key, inc, Version(now, device, here)):
-                        keep = {**record, "x": synced}
-                        puts.append((L.meta_key(key), L.encode(keep)))
-                        retry.append(key)
-                        if key.startswith(losers.KEPT_PREFIXES) and here and inc.value:
-                            puts.append(losers.put_aside(key, inc.value))
-                            lost += 1
-                        continue
-                if inc.value is None:
-                    deletes.append(key)
-                else:
-                    puts.append((key, inc.value))
-                puts.append((L.meta_key(key), L.encode(record)))
-                changed.append(key)
-                pulled += 1
-            if changed:
-                pending = L.decode(values[2 * n]) or {"keys": []}
-                keys_now = sorted(set(pending["keys"]) | set(changed))
-                puts.append((L.UNLOGGED_KEY, L.encode({"keys": keys_now})))
-                if values[2 * n + 1] is None and not encrypted:
-                    puts.append(schema.version_record(schema.SCHEMA_VERSION))
-            return Writes(puts, deletes, result=(changed, pulled, conflicts, retry, lost))
-
-        changed, pulled, conflicts, retry, lost = await self.local.raw.transact(read, apply)
-        self.result.pulled += pulled
-        self.result.conflicts += conflicts
-        self.progress.pulled = self.result.pulled
-        self.retry.update(retry)
-        if changed:
-            await self._flush_unlogged(last)
-        if lost:
-            self.retry.update(await losers.keep(self.local))  # pushed at the end of the round
+    async def _repair(self, keys: list[str]) -> None:
+        await pull.repair(self, keys)

@@ -8,10 +8,14 @@ timeout; HTTP status codes are the client's business (``couch.py``).
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..errors import SyncError
+
+if TYPE_CHECKING:  # ssl is not in Pyodide's standard library (the browser uses fetch)
+    import ssl
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -48,20 +52,28 @@ class WireCount:
 
 
 class HttpxTransport:
-    """CPython's transport: one ``httpx.AsyncClient`` (keep-alive) per replicator."""
+    """CPython's transport: one ``httpx.AsyncClient`` (keep-alive) per replicator.
+    ``timeout_s`` bounds each request whole, from sending it to its last byte (httpx's
+    own timeouts bound each read, so a hub trickling bytes would hold a round far
+    longer)."""
 
     def __init__(self, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         import httpx
 
         self._httpx = httpx
-        self._client = httpx.AsyncClient(timeout=timeout_s)
+        self.timeout_s = timeout_s
+        self._client = httpx.AsyncClient(timeout=timeout_s, verify=_tls_context())
 
     async def request(
         self, method: str, url: str, *, body: bytes | None, headers: dict[str, str]
     ) -> Response:
         httpx = self._httpx
+        call = self._client.request(method, url, content=body, headers=headers)
         try:
-            answer = await self._client.request(method, url, content=body, headers=headers)
+            answer = await asyncio.wait_for(call, self.timeout_s)
+        except TimeoutError:
+            message = f"the sync server timed out after {self.timeout_s:g}s"
+            raise SyncError(message, retryable=True) from None
         except httpx.TimeoutException as exc:
             message = f"the sync server timed out ({type(exc).__name__})"
             raise SyncError(message, retryable=True) from None
@@ -71,6 +83,19 @@ class HttpxTransport:
 
     async def close(self) -> None:
         await self._client.aclose()
+
+
+_TLS: list[ssl.SSLContext] = []
+
+
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context (certifi's CAs), made once per process: loading the CA
+    file costs about 45 ms, which every round paid when each client made its own."""
+    if not _TLS:
+        import httpx
+
+        _TLS.append(httpx.create_ssl_context())
+    return _TLS[0]
 
 
 def default_transport() -> Transport:

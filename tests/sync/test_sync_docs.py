@@ -23,3 +23,15 @@ def test_the_sync_example_prints_what_the_page_shows(hub: str) -> None:
         exec(compile(code, PAGE, "exec"), {"__name__": "__main__"})
     after = section(PAGE, HEADING).split("```\n\nprints")[1].split("\n\n")[1]
     assert out.getvalue().splitlines() == [line.strip() for line in after.splitlines()]
+
+
+def test_the_later_edit_example_prints_what_the_page_shows(hub: str) -> None:
+    """"The later edit wins": the phone's edit, a second after the laptop's, survives on
+    both although the laptop syncs last; the laptop's is in history as the loser."""
+    heading = "## Conflicts and deletes"
+    code = block(PAGE, heading).body.replace("http://127.0.0.1:5984/memory-bob", hub)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, PAGE, "exec"), {"__name__": "__main__"})
+    after = section(PAGE, heading).split("```\n\nprints")[1].split("\n\n")[1]
+    assert out.getvalue().splitlines() == [line.strip() for line in after.splitlines()]

@@ -101,6 +101,8 @@ def result_js(result: SyncResult, before: SyncResult | None = None) -> dict[str,
     out = result.to_dict()
     if before is not None:
         for name, value in before.to_dict().items():
-            if name != "checkpoint":
+            if name == "conflictItems":
+                out[name] = sorted(set(out[name]) | set(value))
+            elif name != "checkpoint":
                 out[name] = round(out[name] + value, 3)
     return out
