@@ -1,5 +1,6 @@
-"""Retrieval quality in one run: LoCoMo (real conversations), the Chinese suite and every
-shipped suite, through the public API (``Memory.retrieve`` with the documented defaults).
+"""Retrieval quality in one run: LoCoMo (real conversations), the Chinese suite, the
+abstention suites (unrelated questions, Chinese and English) and every shipped suite,
+through the public API (``Memory.retrieve`` with the documented defaults).
 
 Usage (from the repository root; ~10 minutes, most of it embedding with MiniLM)::
 
@@ -15,7 +16,7 @@ Retrievers: ``bm25`` (no embedder), ``dense`` (MiniLM's cosine alone), ``hybrid`
 default fusion), and references computed in the same run: ``bm25-nofloor`` and
 ``hybrid-nofloor`` (``relevance_floor(0, 0)``: what the floor costs in recall),
 ``hybrid-prev`` (the previous default: ``fusion(method="score", lexical=1, dense=1,
-context=())``) and, on the Chinese suite, ``bigram-bm25`` (a plain BM25 over character
+context=())``) and, on the Chinese suites, ``bigram-bm25`` (a plain BM25 over character
 bigrams, the baseline the issue names). Every number is turn-level Recall@k and MRR over
 the top 20; ``empty``: answerable questions that got nothing; ``abstained``: unanswerable
 ones (the suites' abstention categories) that got nothing.
@@ -52,6 +53,8 @@ from pymemory.retrieval.strategies import fusion, relevance_floor  # noqa: E402
 LOCOMO = HERE.parent.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
 SHIPPED = ("multi-turn-memory", "long-context-recall", "long-conversations")
 CHINESE = "chinese-messages"
+# The relevance floor's abstention on unrelated questions, in Chinese and in English.
+ABSTENTION = ("chinese-abstention", "english-abstention")
 K = 20
 PREVIOUS = fusion(method="score", lexical=1.0, dense=1.0, context=())
 NO_FLOOR = relevance_floor(0, 0)
@@ -172,7 +175,7 @@ def markdown(table: list[dict]) -> str:
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--locomo", type=Path, default=LOCOMO)
-    ap.add_argument("--suites", nargs="*", default=[CHINESE, *SHIPPED])
+    ap.add_argument("--suites", nargs="*", default=[CHINESE, *ABSTENTION, *SHIPPED])
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", type=Path)
     a = ap.parse_args()
@@ -186,7 +189,7 @@ async def main() -> None:
         print(f"skipping LoCoMo: no file at {a.locomo} (see ../shared/data/README.md)", flush=True)
     for name in a.suites:
         suite = load_suite(name)
-        part = rows(name, await run(suite, embedder, chinese=name == CHINESE))
+        part = rows(name, await run(suite, embedder, chinese=name.startswith("chinese-")))
         table += part
         print(markdown(part), flush=True)
     if a.json:

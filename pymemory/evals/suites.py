@@ -71,6 +71,17 @@ The suites:
     rambling; some share only a number or a name with their evidence, some are worded
     apart from it. Knowledge-update questions cite the latest turn stating the fact.
 
+``chinese-abstention``
+    One user's messages to an assistant in Simplified Chinese over six weeks (32 memories:
+    a Wi-Fi password, phone numbers, coffee purchases, meals, family) and 30 questions
+    asked the next evening: 14 about the memories (some need several, some name a time:
+    ``上周``, ``这个月``, ``昨天``, ``上个月``) and 16 in the ``unrelated`` category that
+    nothing in memory is about (``秘鲁的首都是哪里？``, ``今天北京天气怎么样？``), which
+    should inject nothing: the relevance floor's abstention in Chinese.
+``english-abstention``
+    The same suite translated into English by hand, to compare the floor's abstention in
+    the two languages.
+
 All text was written for pymemory; none is taken from LongMemEval, LoCoMo or other
 benchmarks.
 """
@@ -102,6 +113,8 @@ SUITES: dict[str, str] = {
     "long-context-recall": "long_context_recall.jsonl",
     "long-conversations": "long_conversations.jsonl",
     "chinese-messages": "chinese_messages.jsonl",
+    "chinese-abstention": "chinese_abstention.jsonl",
+    "english-abstention": "english_abstention.jsonl",
 }
 
 #: The category whose questions have no answer in memory (unless a suite names others).

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .analyzer import analyze, is_cjk
+from .analyzer import CJK_STOP_CHARS, analyze, is_cjk
 from .bm25 import Bm25Index
 from .catalog import Catalog
 from .fusion import lexical_share
@@ -31,8 +31,13 @@ class LexicalSide:
     mutations: int
     # The lexical evidence of each slot for the relevance floor, 0..1: the larger of its
     # share of the query's weight, its share of the ask's weight (the question sentences
-    # of a chatty query), and 1 where it holds one of the query's key terms.
+    # of a chatty query), and 1 where it holds one of the query's key terms; a memory
+    # that shares no word with the query, only single CJK characters, at a discount
+    # (:data:`CHAR_ONLY_EVIDENCE`).
     evidence: np.ndarray | None = None
+    # Whether each slot shares a word with the query (:func:`word_terms`, or
+    # :data:`CHARS_AS_WORD` content characters): who may pass in company (pipeline).
+    words: np.ndarray | None = None
 
 
 # Sentences of a query; the ones ending in a question mark are its ask.
@@ -42,6 +47,17 @@ _ASK_END = ("?", "？")
 # its idf at least this share of the largest idf there is (a term in one memory).
 KEY_MIN_CHARS = 3
 KEY_MIN_IDF = 0.5
+# Chinese, Japanese and Korean are indexed as characters and character pairs. A memory
+# that shares only one content character with the query (里 of 家里 with 哪里, 话 of 电话
+# with 笑话) has not matched a word of it: its evidence counts at this share (in full
+# inside the span a time phrase of the query names), and one that shares only function
+# characters (一, 多, 帮我) not at all. This many content characters count as a word
+# (果 and 吃 of 水果 ... 吃 with 吃了芒果).
+CHAR_ONLY_EVIDENCE = 0.25
+CHARS_AS_WORD = 2
+# Characters that make a CJK pair (or a lone character) a function word rather than
+# content: pronouns, demonstratives and question words (帮我, 这个, 多少, 哪里).
+_FUNCTION_CHARS = frozenset(CJK_STOP_CHARS | set("我你他她它们这那个些一么什多少哪谁怎几啥"))
 
 
 def ask_of(query: str) -> str | None:
@@ -66,6 +82,15 @@ def key_terms(index: Bm25Index, terms: Sequence[str]) -> list[str]:
         t for t in dict.fromkeys(terms)
         if len(t) >= KEY_MIN_CHARS and any(c.isdigit() for c in t)
         and index.doc_freq(t) > 0 and index.idf(t) >= KEY_MIN_IDF * top
+    ]  # fmt: skip
+
+
+def word_terms(terms: Sequence[str]) -> list[str]:
+    """The query terms that are words: every term outside CJK scripts, and the CJK
+    character pairs without a function character (``权限``, not ``帮我`` or ``的首``)."""
+    return [
+        t for t in dict.fromkeys(terms)
+        if not is_cjk(t) or (len(t) == 2 and not _FUNCTION_CHARS.intersection(t))
     ]  # fmt: skip
 
 
@@ -98,11 +123,22 @@ def lexical_side(catalog: Catalog, query: str, now_ms: int) -> LexicalSide:
         at = np.minimum(np.searchsorted(slots, a_slots), len(slots) - 1)
         same = slots[at] == a_slots
         evidence[at[same]] = np.maximum(evidence[at[same]], share[same])
+    words = np.isin(slots, index.scores(word_terms(terms))[0])
+    chars = np.zeros(len(slots), dtype=np.int64)
+    for t in dict.fromkeys(terms):
+        if len(t) == 1 and is_cjk(t) and t not in _FUNCTION_CHARS:
+            chars += np.isin(slots, index.scores([t])[0])
+    words |= chars >= CHARS_AS_WORD
+    weak = ~words
+    if window is not None:  # the query points at that span: a shared character will do
+        ts = catalog.ts[slots]
+        weak &= (ts < window[0]) | (ts > window[1]) | (chars == 0)
+    evidence = evidence * np.where(weak, np.where(chars > 0, CHAR_ONLY_EVIDENCE, 0.0), 1.0)
     keys = key_terms(index, terms)
     if keys:
         k_slots, _ = index.scores(keys)
         evidence[np.searchsorted(slots, k_slots)] = 1.0
-    return LexicalSide(window, terms, idf_mass, slots, scores, catalog.mutations, evidence)
+    return LexicalSide(window, terms, idf_mass, slots, scores, catalog.mutations, evidence, words)
 
 
 def lexical_query(query: str, now_ms: int) -> tuple[tuple[int, int] | None, list[str]]:

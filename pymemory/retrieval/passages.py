@@ -34,6 +34,9 @@ _SENTENCE_END = re.compile(r"(?:[.!?]+[\"')\]”’]*\s+)|(?:[。！？!?；;…
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]+|[^\w\s]")
 
+#: Texts up to this long keep their analysed passages in memory between retrieves.
+CACHE_CHARS = 20_000
+
 Span = tuple[int, int]
 
 
@@ -76,7 +79,7 @@ def _strip(text: str, start: int, end: int) -> Span:
     return start, end
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def split_passages(text: str) -> tuple[Span, ...]:
     """The passages of ``text`` as (start, end) character spans, in order: consecutive
     lines or sentences grouped while the group stays within :data:`PASSAGE_TOKENS`
@@ -98,9 +101,17 @@ def split_passages(text: str) -> tuple[Span, ...]:
     return tuple(spans) or (_strip(text, 0, len(text)),)
 
 
-@lru_cache(maxsize=4096)
-def _passage_terms(text: str) -> tuple[Counter[str], ...]:
+def _terms(text: str) -> tuple[Counter[str], ...]:
     return tuple(Counter(analyze(text[a:b])) for a, b in split_passages(text))
+
+
+_cached_terms = lru_cache(maxsize=256)(_terms)
+
+
+def _passage_terms(text: str) -> tuple[Counter[str], ...]:
+    """Each passage's analysed terms; kept for the last 256 texts of up to
+    :data:`CACHE_CHARS` characters (a bound on what the cache holds, some MB)."""
+    return _cached_terms(text) if len(text) <= CACHE_CHARS else _terms(text)
 
 
 def score_passages(

@@ -18,7 +18,11 @@ Rank::
   ``min_dense`` or its lexical evidence reaches ``min_lexical``: the larger of its share
   of the query's weight and of the weight of the query's question sentences (small talk
   before the question does not dilute a match), or 1 if it holds a key term of the query
-  (a number, code or id that few memories hold). Nothing relevant means nothing injected.
+  (a number, code or id that few memories hold); in CJK text a memory that shares one
+  character with the query and no word counts a quarter (``lexical.CHAR_ONLY_EVIDENCE``).
+  Beside a memory that passes so, one that shares a word with the query and scores a
+  quarter of its BM25 passes too (:func:`in_company`: questions that need several
+  memories). Nothing relevant means nothing injected.
 * **decay** (per memory type), **feedback** and **time_match** (a lift for memories inside
   a span the query names: "last weekend") multiply; with their defaults they re-rank
   comparably relevant memories and cannot lift chatter above a clear answer.
@@ -60,6 +64,10 @@ from .tokens import TokenCounter
 # Trace rows for live items that share no term with the query (newest first, capped so a
 # large store does not flood the debug panel).
 NO_MATCH_TRACE_LIMIT = 100
+
+# The floor's company rule (:func:`in_company`): a memory that shares a word with the
+# query passes when its BM25 is at least this share of the best memory's that passes.
+FLOOR_COMPANY = 0.25
 
 # The context lift comes from the best this many candidates of a query.
 CONTEXT_GIVERS = 256
@@ -182,10 +190,12 @@ def relevance_of(
     cosine: np.ndarray | None,
     ts: np.ndarray,
     evidence: np.ndarray | None = None,
+    words: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(relevance, dense part, lexical part, passes the floor) of each candidate.
     ``evidence``: each candidate's lexical evidence for the floor (``LexicalSide``), by
-    default its share of the query's BM25 weight."""
+    default its share of the query's BM25 weight; ``words``: whether it shares a word
+    with the query (default: any match), for the company rule (:func:`in_company`)."""
     n = len(bm25)
     if mode == "recency":
         return np.ones(n), np.zeros(n), np.ones(n), np.ones(n, dtype=bool)
@@ -196,7 +206,7 @@ def relevance_of(
     lexical_ok = (bm25 > 0) & (evidence >= floor.min_lexical)
     if mode == "bm25":
         dense_part, lexical_part = np.zeros(n), share
-        passes = floor.off | lexical_ok
+        passes = lexical_ok
     else:
         assert cosine is not None
         if f.method == "rrf":
@@ -212,8 +222,21 @@ def relevance_of(
                 cosine, share, lexical=f.lexical, dense=f.dense, power=f.power
             )
         cos = np.nan_to_num(cosine, nan=-1.0)
-        passes = floor.off | (cos >= floor.min_dense) | lexical_ok
+        passes = (cos >= floor.min_dense) | lexical_ok
+    passes = floor.off | passes | in_company(bm25, lexical_ok, bm25 > 0 if words is None else words)
     return dense_part + lexical_part, dense_part, lexical_part, np.asarray(passes)
+
+
+def in_company(bm25: np.ndarray, lexical_ok: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """The floor's company rule: a question that needs several memories ("write the
+    minutes", "how much in all") gets the weaker matches beside its best one. Once a
+    memory passes the floor on its lexical evidence, every memory that shares a word
+    with the query (``words``) and scores at least :data:`FLOOR_COMPANY` of the best such
+    memory's BM25 passes too. A query nothing passes for still gets nothing."""
+    if not lexical_ok.any():
+        return np.zeros(len(bm25), dtype=bool)
+    best = float(bm25[lexical_ok].max())
+    return words & (bm25 > 0) & (bm25 >= FLOOR_COMPANY * best)
 
 
 def context_lift(
@@ -306,12 +329,16 @@ def retrieve(
     ts = catalog.ts[slots]
     if mode == "recency":
         window = None
-    evidence = None
+    evidence = words = None
     if mode != "recency" and lexical.evidence is not None:
+        at = np.searchsorted(slots, lexical.slots)
         evidence = np.zeros(len(slots))
-        evidence[np.searchsorted(slots, lexical.slots)] = lexical.evidence
+        evidence[at] = lexical.evidence
+        if lexical.words is not None:
+            words = np.zeros(len(slots), dtype=bool)
+            words[at] = lexical.words
     relevance, dense_part, lexical_part, passes = relevance_of(
-        plan, mode, bm25, idf_mass, cosine, ts, evidence
+        plan, mode, bm25, idf_mass, cosine, ts, evidence, words
     )
     context_part = np.zeros(len(slots))
     if mode != "recency":
@@ -330,12 +357,13 @@ def retrieve(
 
     packed = None
     if inject == "passages":
-        eligible = [i for i in order.tolist() if reason[i] == 0]
+        # The best ``max_items`` memories past the filters and the floor; their passages
+        # compete for the token budget.
+        eligible = [i for i in order.tolist() if reason[i] == 0][:max_items]
         packed = pack(
             [(i, catalog.items[catalog.id_at[slots[i]]], float(score[i])) for i in eligible],
             terms, catalog.index, counter, idf_mass=idf_mass, max_items=max_items,
-            max_tokens=max_tokens,
-            shorten=condense_to_fit,
+            max_tokens=max_tokens, shorten=condense_to_fit,
         )  # fmt: skip
         blocks = render(list(packed.taken.values()))[1]
     chosen: list[ScoredMemory] = []

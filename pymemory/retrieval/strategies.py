@@ -201,7 +201,8 @@ class Fusion:
 class RelevanceFloor:
     """Leave out memories that are not relevant to the query at all: a candidate stays
     only if its cosine is at least ``min_dense`` (with an embedder) or it matches at least
-    ``min_lexical`` of the query's BM25 weight. Both 0 turn the floor off. Cut memories
+    ``min_lexical`` of the query's BM25 weight, or keeps company with one that does
+    (``pipeline.in_company``). Both 0 turn the floor off. Cut memories
     show as ``below_floor`` in the trace; an empty query (recency) has no floor."""
 
     min_dense: float = FLOOR_MIN_DENSE

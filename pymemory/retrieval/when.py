@@ -3,7 +3,8 @@
 ``query_window(query, now_ms)`` returns the time span such a phrase points at, as
 ``(start_ms, end_ms)``, or None. Retrieval then lifts memories written inside that span
 (a re-ranking factor, never a filter: "what did I cook last Friday?" still finds a
-Thursday dinner if that is all there is). English only, days in UTC.
+Thursday dinner if that is all there is). English, Chinese, Japanese and Korean; days in
+UTC.
 
 Recognised, case-insensitive (the first match in the query wins):
 
@@ -16,7 +17,14 @@ Recognised, case-insensitive (the first match in the query wins):
 * ``this month``, ``last month``; ``in|during <month>``, ``(the) start|beginning|middle|end
   of <month>`` (the latest such month that has begun; a third of it for start, middle, end).
 
-Phrases about the future ("next week", "tonight", "tomorrow") give no window.
+Chinese (and the same words in Japanese and Korean where they are as plain):
+``今天/今日/今早`` (오늘), ``昨天/昨日/昨晚`` (어제), ``前天/一昨日`` (그저께), ``本周/这周``
+(今週, 이번 주), ``上周/上星期`` (先週, 지난주), ``上周三`` (the Wednesday of last week),
+``上周末``, ``这个月/本月`` (今月, 이번 달), ``上个月`` (先月, 지난달), ``今年`` (올해),
+``去年`` (작년), and ``N天前/N周前/N个月前`` (N日前, N일 전; N in digits or 一..十二, 两, 几).
+
+Phrases about the future ("next week", "tonight", "tomorrow"; ``下周``, ``今晚``, ``明天``)
+give no window.
 """
 
 from __future__ import annotations
@@ -39,6 +47,18 @@ _NUMBERS = {
 }  # fmt: skip
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30}
 
+# CJK: numbers, units and weekdays (周一 .. 周日, 星期天).
+_CJK_DIGITS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
+               "九": 9, "几": 3, "数": 3}  # fmt: skip
+_CJK_NUM = r"\d{1,3}|[一两二三四五六七八九几数]|十[一二]?|[二三]十[一二三四五六七八九]?"
+_CJK_UNIT = {
+    **dict.fromkeys(["天", "日", "일"], "day"),
+    **dict.fromkeys(["周", "星期", "个星期", "週間", "주"], "week"),
+    **dict.fromkeys(["个月", "ヶ月", "か月", "カ月", "개월"], "month"),
+}
+_CJK_UNITS = "个星期|个月|星期|週間|ヶ月|か月|カ月|개월|[天日周일주]"
+_CJK_WD = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+
 _WD = "|".join(_WEEKDAYS)
 _MO = "|".join(_MONTHS)
 _NUM = "|".join([r"\d{1,3}", *sorted(_NUMBERS, key=len, reverse=True)])
@@ -52,7 +72,18 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("month", re.compile(r"\b(this|last)\s+month\b")),
     ("yesterday", re.compile(r"\b(yesterday|last\s+night)\b")),
     ("today", re.compile(r"\b(today|this\s+(?:morning|afternoon|evening))\b")),
+    # Chinese, Japanese, Korean (no word boundaries in the script; the longer forms first).
+    ("ago", re.compile(rf"({_CJK_NUM})\s*({_CJK_UNITS})\s*(?:以前|之前|前|전)")),
+    ("cjk_last_weekday", re.compile(r"(?:上个?(?:周|星期|礼拜))([一二三四五六日天])")),
+    ("weekend", re.compile(r"(上个?|这个?|本)(?:周末|週末)|(지난|이번)\s*주말")),
+    ("week", re.compile(r"(上个?|这个?|本|先|今)(?:周|星期|礼拜|週)|(지난|이번)\s*주")),
+    ("month", re.compile(r"(上个?|这个?|本|先|今)月|(지난|이번)\s*달")),
+    ("year", re.compile(r"(去|今)年|(작)년|(올)해")),
+    ("day_before", re.compile(r"前天|一昨日|おととい|그저께|그제")),
+    ("yesterday", re.compile(r"昨[天日晚夜]|어제|어젯밤")),
+    ("today", re.compile(r"今[天日早]|今朝|오늘")),
 ]
+_LAST = {"上", "上个", "先", "지난", "去", "작"}
 
 
 def _day_start(day: dt.date) -> int:
@@ -104,10 +135,18 @@ def find_time_phrase(
 
 def _window(kind: str, m: re.Match[str], now_ms: int) -> tuple[int, int] | None:
     today = dt.datetime.fromtimestamp(now_ms / 1000, tz=_UTC).date()
+    if kind in ("weekend", "week", "month", "year"):
+        said = next(g for g in m.groups() if g is not None)
+        which = "last" if said in ("last", *_LAST) else "this"
     if kind == "ago":
-        raw = m.group(1)
-        n = int(raw) if raw.isdigit() else _NUMBERS[raw]
-        days = n * _UNIT_DAYS[m.group(2)]
+        raw, unit = m.group(1), m.group(2)
+        if raw.isdigit():
+            n = int(raw)
+        elif unit in _CJK_UNIT:
+            n = _cjk_number(raw)
+        else:
+            n = _NUMBERS[raw]
+        days = n * _UNIT_DAYS[_CJK_UNIT.get(unit, unit)]
         slack = max(1, days // 2)
         point = today - dt.timedelta(days=days)
         return _span(point - dt.timedelta(days=slack), min(today, point + dt.timedelta(days=slack)))
@@ -119,23 +158,33 @@ def _window(kind: str, m: re.Match[str], now_ms: int) -> tuple[int, int] | None:
         back = (today.weekday() - _WEEKDAYS.index(m.group(1))) % 7 or 7
         day = today - dt.timedelta(days=back)
         return _span(day, day)
+    if kind == "cjk_last_weekday":
+        monday = today - dt.timedelta(days=today.weekday() + 7)
+        day = monday + dt.timedelta(days=_CJK_WD[m.group(1)])
+        return _span(day, day)
+    if kind == "day_before":
+        day = today - dt.timedelta(days=2)
+        return _span(day, day)
+    if kind == "year":
+        year = today.year - (which == "last")
+        return _span(dt.date(year, 1, 1), min(today, dt.date(year, 12, 31)))
     if kind == "weekend":
         back = (today.weekday() - 5) % 7  # days since the latest Saturday (0 on a Saturday)
         on_weekend = back < 2
-        if m.group(1) == "this" and not on_weekend:
+        if which == "this" and not on_weekend:
             return None  # said on a weekday, "this weekend" is the coming one
         saturday = today - dt.timedelta(days=back)
-        if m.group(1) == "last" and on_weekend:  # on the weekend itself, the one before
+        if which == "last" and on_weekend:  # on the weekend itself, the one before
             saturday -= dt.timedelta(days=7)
         return _span(saturday, min(today, saturday + dt.timedelta(days=1)))
     if kind == "week":
         monday = today - dt.timedelta(days=today.weekday())
-        if m.group(1) == "this":
+        if which == "this":
             return _span(monday, today)
         return _span(monday - dt.timedelta(days=7), monday - dt.timedelta(days=1))
     if kind == "month":
         first = today.replace(day=1)
-        if m.group(1) == "this":
+        if which == "this":
             return _span(first, today)
         prev_last = first - dt.timedelta(days=1)
         return _span(prev_last.replace(day=1), prev_last)
@@ -143,3 +192,11 @@ def _window(kind: str, m: re.Match[str], now_ms: int) -> tuple[int, int] | None:
         day = today - dt.timedelta(days=1)
         return _span(day, day)
     return _span(today, today)  # today, this morning ...
+
+
+def _cjk_number(raw: str) -> int:
+    """一 .. 三十九 (and 两, 几 "a few") as an int."""
+    if "十" not in raw:
+        return _CJK_DIGITS[raw]
+    tens, _, ones = raw.partition("十")
+    return (_CJK_DIGITS[tens] if tens else 1) * 10 + (_CJK_DIGITS[ones] if ones else 0)

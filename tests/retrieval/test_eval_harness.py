@@ -184,9 +184,10 @@ async def test_harness_end_to_end_with_the_hashing_embedder(name):
         rows = len(suite.categories) + len(report.by_match) + len(report.by_split) + 1
         assert len(report_rows(report)) == rows
         assert len(report.by_split) == len(suite.splits)
-    # The quality bar: lexical retrieval alone is clearly imperfect on the English suites
-    # (chinese-messages checks Chinese tokenisation: most of its questions quote a word).
-    if name != "chinese-messages":
+    # The quality bar: lexical retrieval alone is clearly imperfect on the generated
+    # English suites (chinese-messages checks Chinese tokenisation, the abstention suites
+    # the floor: most of their questions quote a word).
+    if name in ("multi-turn-memory", "long-context-recall", "long-conversations"):
         assert reports["bm25"].overall.recall[5] < 0.75
     assert reports["dense"].embedder == embedder.name
 

@@ -202,3 +202,24 @@ async def test_text_always_fits_the_budget_and_quotes_the_raw_text(texts, budget
             assert by_id[m.item.id].text[p.start : p.end] == p.text
             assert all(x.strip() in r.text for x in p.text.splitlines() if x.strip())
     await mem.close()
+
+
+async def test_without_a_binding_budget_the_same_best_memories_as_summaries():
+    # max_items takes the best-ranked memories whatever their length; passages only
+    # decide what of them fits the budget. Here the best memory is long and each of its
+    # passages matches a quarter of the query: it must still be the one taken.
+    mem = await _memory()
+    filler = " ".join(f"quiet{j} meadow{j} river{j}." for j in range(40))
+    words = ("alpha", "bravo", "charlie", "delta")
+    long = "\n".join(f"{word} appears here. {filler}" for word in words)
+    top = await mem.add(long)
+    await mem.add("alpha and bravo, nothing more.")
+    await mem.add("bravo only.")
+    for k in (1, 2):
+        ids = {}
+        for how in ("passages", "summary"):
+            r = await mem.retrieve("alpha bravo charlie delta", max_items=k,
+                                   max_tokens=100_000, inject=how)  # fmt: skip
+            ids[how] = [i.id for i in r.items]
+        assert ids["passages"] == ids["summary"] and len(ids["passages"]) == k
+        assert ids["passages"][0] == top.id
