@@ -12,7 +12,7 @@ export interface MemoryToolsOptions {
 /** The memory tools (toolSchemas()) as AI SDK tools whose `execute` is callTool(). */
 export declare function memoryTools(memory: AgentMemory, options?: MemoryToolsOptions): Promise<ToolSet>;
 
-export interface MemoryMiddlewareOptions extends Pick<RetrieveOptions, "maxTokens" | "maxItems" | "strategy" | "scope"> {
+export interface MemoryMiddlewareOptions extends Pick<RetrieveOptions, "maxTokens" | "maxItems" | "strategy" | "scope" | "inject"> {
   /** the line above the retrieved text in the system prompt */
   heading?: string;
   /** store each exchange (user message + answer) with addMemory (default true) */

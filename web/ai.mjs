@@ -47,7 +47,7 @@ export async function memoryTools(memory, options = {}) {
  */
 export function memoryMiddleware(memory, options = {}) {
   const { heading = "What you remember about the user (from earlier conversations):", store = true, type = "message", onError } = options;
-  const retrieveOptions = pick(options, ["maxTokens", "maxItems", "strategy", "scope"]);
+  const retrieveOptions = pick(options, ["maxTokens", "maxItems", "strategy", "scope", "inject"]);
   const failed = (err) => {
     if (!onError) throw err;
     onError(err);

@@ -21,7 +21,7 @@ export declare class PyMemoryStore<V extends StoreValue = StoreValue> extends Ba
 
 export interface PyMemoryRetrieverInput
   extends BaseRetrieverInput,
-    Pick<RetrieveOptions, "maxItems" | "maxTokens" | "strategy" | "scope"> {
+    Pick<RetrieveOptions, "maxItems" | "maxTokens" | "strategy" | "scope" | "inject"> {
   memory: AgentMemory;
 }
 

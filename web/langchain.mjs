@@ -59,7 +59,8 @@ export class PyMemoryStore extends BaseStore {
  * A LangChain retriever over `memory.retrieve(query, options)`: one Document per
  * retrieved memory, best first. `pageContent` is the memory's line as retrieval puts it
  * into a prompt; `metadata` has id, score, type, scope, tags, timestamp and content (the
- * summary). Options: memory, maxItems, maxTokens, strategy, scope, and BaseRetriever's.
+ * summary). Options: memory, maxItems, maxTokens, strategy, scope, inject, and
+ * BaseRetriever's.
  */
 export class PyMemoryRetriever extends BaseRetriever {
   lc_namespace = ["pymemory", "retrievers"];
@@ -69,7 +70,7 @@ export class PyMemoryRetriever extends BaseRetriever {
     if (!fields?.memory) throw new MemoryError("invalid_input", "PyMemoryRetriever needs { memory }");
     this.memory = fields.memory;
     this.options = Object.fromEntries(
-      ["maxItems", "maxTokens", "strategy", "scope"].filter((n) => fields[n] !== undefined).map((n) => [n, fields[n]]),
+      ["maxItems", "maxTokens", "strategy", "scope", "inject"].filter((n) => fields[n] !== undefined).map((n) => [n, fields[n]]),
     );
   }
 
