@@ -12,6 +12,7 @@ import datetime as dt
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..item import MemoryItem
 from .bm25 import Bm25Index
@@ -45,6 +46,7 @@ class Packed:
     tokens: int
 
 
+@lru_cache(maxsize=4096)
 def day_of(ts_ms: int) -> str:
     return dt.datetime.fromtimestamp(ts_ms / 1000, tz=dt.UTC).date().isoformat()
 
@@ -129,13 +131,21 @@ def pack(
     scores_of: dict[int, dict[Span, float]] = {}
     value_of: dict[int, float] = {}
 
+    fixed: dict[str, int] = {}  # the token counts of labels and day lines
+
+    def count_fixed(text: str) -> int:
+        n = fixed.get(text)
+        if n is None:
+            n = fixed[text] = counter.count(text)
+        return n
+
     def cost(item: MemoryItem, span: Span, t: Taken | None) -> int:
         n = counter.count(_indent(item.text[span[0] : span[1]])) + 1
         if t is None:
-            n += counter.count(_label(item))
+            n += count_fixed(_label(item))
             d = day_of(item.timestamp)
             if d not in days:
-                n += counter.count(f"[{d}]") + 1
+                n += count_fixed(f"[{d}]") + 1
         else:
             n += 2  # the line break and indent, or a gap line
         return n

@@ -20,6 +20,7 @@ from functools import lru_cache
 
 from .analyzer import analyze
 from .bm25 import Bm25Index
+from .tokens import HeuristicTokenCounter
 
 #: The size passages are grouped up to, in estimated tokens (chosen on the LoCoMo tune
 #: half from 24 to 240: docs/BENCHMARKS.md, "Evidence seen"). A passage of a transcript
@@ -31,8 +32,7 @@ SHORT_TOKENS = PASSAGE_TOKENS
 # A sentence ends at . ! ? (then a space) or at a CJK full stop, exclamation or question
 # mark (no space follows those); closing quotes and brackets stay with their sentence.
 _SENTENCE_END = re.compile(r"(?:[.!?]+[\"')\]”’]*\s+)|(?:[。！？!?；;…]+[\"')\]」』”’）]*\s*)")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_WORD = re.compile(r"[^\W\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]+|[^\w\s]")
+_ESTIMATE = HeuristicTokenCounter()
 
 #: Texts up to this long keep their analysed passages in memory between retrieves.
 CACHE_CHARS = 20_000
@@ -41,11 +41,9 @@ Span = tuple[int, int]
 
 
 def estimate_tokens(text: str) -> int:
-    """A cheap token estimate (a CJK character or a symbol: 1; a word: 1 per 4 chars)."""
-    total = len(_CJK.findall(text))
-    for w in _WORD.findall(text):
-        total += 1 if len(w) == 1 else (len(w) + 3) // 4
-    return total
+    """A cheap token estimate (:class:`~.tokens.HeuristicTokenCounter`): passages are
+    sized before the exact counter prices what goes into the prompt."""
+    return _ESTIMATE.count(text)
 
 
 def passage_units(text: str, longer_than: int = PASSAGE_TOKENS) -> list[Span]:

@@ -371,6 +371,10 @@ def retrieve(
     used = 0
     n_condensed = 0
     for i in order.tolist():
+        if packed is not None and not trace and i not in packed.taken:
+            if len(chosen) == len(packed.taken):
+                break  # every memory that went in is listed: the rest need not be read
+            continue
         item = catalog.items[catalog.id_at[slots[i]]]  # type: ignore[index]
         tokens: int | None = None
         condensed = False
