@@ -37,6 +37,7 @@ class Taken:
     spans: dict[Span, str] = field(default_factory=dict)  # span -> why
     scores: dict[Span, float] = field(default_factory=dict)
     shortened: bool = False
+    tokens: int = 0  # its block's share of the text (the day line aside)
 
 
 @dataclass
@@ -131,24 +132,15 @@ def pack(
     scores_of: dict[int, dict[Span, float]] = {}
     value_of: dict[int, float] = {}
 
-    fixed: dict[str, int] = {}  # the token counts of labels and day lines
-
-    def count_fixed(text: str) -> int:
-        n = fixed.get(text)
-        if n is None:
-            n = fixed[text] = counter.count(text)
-        return n
-
-    def cost(item: MemoryItem, span: Span, t: Taken | None) -> int:
-        n = counter.count(_indent(item.text[span[0] : span[1]])) + 1
-        if t is None:
-            n += count_fixed(_label(item))
-            d = day_of(item.timestamp)
-            if d not in days:
-                n += count_fixed(f"[{d}]") + 1
-        else:
-            n += 2  # the line break and indent, or a gap line
-        return n
+    def cost(item: MemoryItem, span: Span, t: Taken | None) -> tuple[int, int]:
+        """(tokens of the passage in its memory's block, of the line break before the
+        block and the day line it would open)."""
+        text = _indent(item.text[span[0] : span[1]])
+        if t is not None:
+            return counter.count(text) + 2, 0  # the line break and indent, or a gap line
+        d = day_of(item.timestamp)
+        day = 0 if d in days else _fixed_count(counter, f"[{d}]") + 1
+        return counter.count(_label(item) + text), day + 1
 
     def push(v: float, pos: int, span: Span, why: str) -> None:
         nonlocal seq
@@ -179,12 +171,12 @@ def pack(
             continue  # in already (or a sentence of it, shortened to fit)
         if t is None and len(taken) >= max_items:
             continue
-        n = cost(item, span, t)
-        if n + used > max_tokens and t is None and shorten:
+        n, day = cost(item, span, t)
+        if n + day + used > max_tokens and t is None and shorten:
             short = _sentence_of(item.text, span, terms, index)
-            if short is not None and used + cost(item, short, None) <= max_tokens:
-                span, why, n = short, "shortened", cost(item, short, None)
-        if used + n > max_tokens:
+            if short is not None and used + sum(cost(item, short, None)) <= max_tokens:
+                span, why, (n, day) = short, "shortened", cost(item, short, None)
+        if used + n + day > max_tokens:
             misses += 1
             continue
         misses = 0
@@ -193,7 +185,8 @@ def pack(
             days.add(day_of(item.timestamp))
         t.spans[span] = why
         t.shortened |= why == "shortened"
-        used += n
+        t.tokens += n
+        used += n + day
         if why in ("best", "match") and NEIGHBOUR_WEIGHT > 0:
             for nb in _neighbours(spans_of[pos], span):
                 push(value_of[pos] * NEIGHBOUR_WEIGHT, pos, nb, "neighbour")
@@ -205,6 +198,12 @@ def pack(
         text, _ = render(list(taken.values()))
         exact = counter.count(text)
     return Packed(taken, text, exact)
+
+
+@lru_cache(maxsize=1024)
+def _fixed_count(counter: TokenCounter, text: str) -> int:
+    """The token count of a label or a day line (few distinct ones)."""
+    return counter.count(text)
 
 
 def _neighbours(spans: Sequence[Span], span: Span) -> list[Span]:

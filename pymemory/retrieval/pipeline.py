@@ -395,7 +395,7 @@ def retrieve(
                 status = "max_items" if len(packed.taken) >= max_items else "token_budget"
             else:
                 status, condensed, line = "included", t.shortened, blocks[t.order]
-                tokens = counter.count(line)  # its block of ``text`` (the day line aside)
+                tokens = t.tokens  # its block's share of ``text`` (the day line aside)
                 passages = passages_of(t)
         elif len(chosen) >= max_items:
             status = "max_items"
