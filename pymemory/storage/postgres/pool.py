@@ -1,14 +1,13 @@
-"""PgPool: the connections (and one LISTEN connection) shared by namespaces.
+"""PgPool: one connection pool (and one LISTEN connection) shared by namespaces.
 
 :class:`~.database.PostgresDatabase` is this pool plus the namespaced stores; a
 :class:`~.kv.PostgresKv` opened on its own has a pool of its own. Every call borrows a
-connection (autocommit, :mod:`.connections`: made by the call that needs one, so the
-first call after a server restart connects at once) for one statement or one
-transaction. A write transaction (:meth:`PgPool.write`) takes two round trips: ``BEGIN``,
-the namespace's advisory lock and the reads in one pipeline, then the writes and
-``COMMIT`` in another. A connection that turns out dead in the first (a server restart
-left the pool holding closed connections) is replaced and the call tried again, since
-nothing has been written; any later failure becomes a typed error (:mod:`.errors`).
+pooled connection (autocommit) for one statement or one transaction. A write
+transaction (:meth:`PgPool.write`) takes two round trips: ``BEGIN``, the namespace's
+advisory lock and the reads in one pipeline, then the writes and ``COMMIT`` in another.
+A connection that turns out dead in the first (a server restart left the pool holding
+closed connections) is replaced and the call tried again, since nothing has been
+written; any later failure becomes a typed error (:mod:`.errors`).
 """
 
 from __future__ import annotations
@@ -18,14 +17,14 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from ...errors import SchemaError, StorageError, StoreClosedError, ValidationError
-from .connections import Connections
+from ...errors import SchemaError, StorageError, StoreClosedError
 from .errors import translate
 from .listen import Listener
 from .sql import CREATE, MIGRATIONS, SCHEMA_LOCK, SCHEMA_TABLE, SCHEMA_VERSION, channel, lock_id
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
 
     Conn = AsyncConnection[Any]
 
@@ -42,35 +41,11 @@ _STALE_TRIES = 3
 def _import_psycopg() -> None:
     try:
         import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
     except ImportError:
         raise ImportError(
-            "PostgresKv needs psycopg 3: pip install 'pymemory-agent[postgres]'"
+            "PostgresKv needs psycopg 3 and psycopg_pool: pip install 'pymemory-agent[postgres]'"
         ) from None
-
-
-def check_dsn(dsn: object) -> str:
-    """``dsn`` if it is a libpq connection string or ``postgresql://`` URL that parses
-    (ValidationError otherwise; no I/O). An empty one is refused: ``postgresql://``
-    takes everything from libpq's environment variables (PGHOST, ...) instead."""
-    if not isinstance(dsn, str):
-        raise ValidationError(
-            f"the PostgreSQL DSN must be a str (a libpq connection string such as"
-            f" 'host=db dbname=app user=app', or a postgresql:// URL), got {type(dsn).__name__}"
-        )
-    if not dsn.strip():
-        raise ValidationError(
-            "the PostgreSQL DSN is empty: give 'host=... dbname=... user=...' or a"
-            " postgresql:// URL ('postgresql://' alone uses libpq's PG* environment variables)"
-        )
-    _import_psycopg()
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        conninfo_to_dict(dsn)
-    except psycopg.Error as exc:
-        raise ValidationError(f"the PostgreSQL DSN is malformed: {str(exc).strip()}") from None
-    return dsn
 
 
 def _dead(conn: Conn, exc: BaseException) -> bool:
@@ -83,10 +58,12 @@ def _dead(conn: Conn, exc: BaseException) -> bool:
 class PgPool:
     """Connections to a PostgreSQL database holding pymemory stores (see module doc)."""
 
-    def __init__(self, connections: Connections, conninfo: str) -> None:
-        self._connections = connections
+    def __init__(
+        self, pool: AsyncConnectionPool[Any], conninfo: str, connect_timeout_s: float
+    ) -> None:
+        self._pool = pool
         self._conninfo = conninfo
-        self._listener = Listener(conninfo, connect_timeout_s=connections.connect_timeout_s)
+        self._listener = Listener(conninfo, connect_timeout_s=connect_timeout_s)
         self.closed = False
 
     @classmethod
@@ -99,61 +76,56 @@ class PgPool:
         statement_timeout_ms: int = 30_000,
         connect_timeout_s: float = 10.0,
     ) -> Self:
-        """Connect, create or migrate the table, and keep that connection for the calls.
+        """Connect (raising AuthenticationError or ServerUnavailableError at once when the
+        server refuses), create or migrate the table, and start the pool.
 
-        A setup mistake raises at once and is not retryable: a DSN that is not a
-        non-empty str or does not parse (ValidationError), wrong credentials
-        (AuthenticationError), an unknown database, TLS the server does not offer or a
-        server that is not PostgreSQL (ConfigurationError). A server that refuses or
-        does not answer is a retryable ServerUnavailableError (it may be starting; a
-        wrong port looks the same).
-
-        ``max_connections`` bounds the open connections (made on demand; the idle ones
-        beyond ``min_connections`` close after 10 minutes unused).
         ``statement_timeout_ms`` bounds every statement, waiting for a namespace's write
         lock included (StatementTimeoutError, nothing written; 0: no bound).
-        ``connect_timeout_s`` bounds connecting and waiting for a free connection
+        ``connect_timeout_s`` bounds connecting and waiting for a free pooled connection
         (ServerUnavailableError)."""
-        dsn = check_dsn(dsn)
+        _import_psycopg()
         import psycopg
+        from psycopg_pool import AsyncConnectionPool
 
         for name, value in (("min_connections", min_connections),
                             ("max_connections", max_connections),
                             ("statement_timeout_ms", statement_timeout_ms)):  # fmt: skip
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValidationError(f"{name} must be an int >= 0")
+                raise ValueError(f"{name} must be an int >= 0")
         if max_connections < max(1, min_connections):
-            raise ValidationError("max_connections must be >= max(1, min_connections)")
-        if (
-            isinstance(connect_timeout_s, bool)
-            or not isinstance(connect_timeout_s, (int, float))
-            or not connect_timeout_s > 0
-        ):
-            raise ValidationError("connect_timeout_s must be a number of seconds > 0")
+            raise ValueError("max_connections must be >= max(1, min_connections)")
+        if not connect_timeout_s > 0:
+            raise ValueError("connect_timeout_s must be > 0")
+        options = {"autocommit": True, "client_encoding": "UTF8"}
+        connect_s = max(1, round(connect_timeout_s))  # libpq takes whole seconds
+        try:
+            conn = await psycopg.AsyncConnection.connect(dsn, connect_timeout=connect_s, **options)
+        except psycopg.Error as exc:
+            raise translate(exc, "connecting") from None
+        try:
+            await _ensure_schema(conn)
+        except psycopg.Error as exc:
+            raise translate(exc, "creating the table") from None
+        finally:
+            await conn.close()
 
         async def configure(conn: Conn) -> None:
             await conn.execute(
                 "SELECT set_config('statement_timeout', %s, false)", (str(statement_timeout_ms),)
             )
 
-        connections = Connections(
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             dsn,
+            kwargs={**options, "connect_timeout": connect_s},
             min_size=min_connections,
             max_size=max_connections,
-            connect_timeout_s=float(connect_timeout_s),
+            timeout=connect_timeout_s,
             configure=configure,
+            open=False,
+            name="pymemory",
         )
-        conn = await connections.connect(float(connect_timeout_s))
-        try:
-            await _ensure_schema(conn)
-        except psycopg.Error as exc:
-            await conn.close()
-            raise translate(exc, "creating the table") from None
-        except BaseException:
-            await conn.close()
-            raise
-        connections.adopt(conn)
-        return cls(connections, dsn)
+        await pool.open(wait=False)
+        return cls(pool, dsn, connect_timeout_s)
 
     # --- calls on pooled connections ----------------------------------------------
 
@@ -163,24 +135,22 @@ class PgPool:
 
     @contextlib.asynccontextmanager
     async def _connection(self, where: str) -> AsyncIterator[Conn]:
-        """A pooled connection (a closed pool: StoreClosedError; none free in time or the
-        server unreachable: ServerUnavailableError; a setup mistake: ConfigurationError).
-        The pool drops it if it comes back broken or inside a transaction."""
+        """A pooled connection (a closed pool: StoreClosedError; none free in time:
+        ServerUnavailableError). The pool drops it if it comes back broken or busy."""
         self._check_open()
         try:
-            conn = await self._connections.acquire()
-        except StoreClosedError:
-            raise StoreClosedError("this PostgreSQL database is closed") from None
+            conn = await self._pool.getconn()
+        except Exception as exc:
+            raise translate(exc, where) from None
         try:
             yield conn
         finally:
-            await self._connections.release(conn)
+            await self._pool.putconn(conn)
 
     async def _recover(self) -> None:
-        """After a dead connection: drop the idle ones too (a server restart killed them
-        all), so the retry connects afresh."""
-        dropped = await self._connections.discard_idle()
-        log.info("PostgreSQL: a connection was dead; dropped %d idle ones", dropped)
+        """After a dead connection: drop the pool's other dead ones before a retry."""
+        with contextlib.suppress(Exception):
+            await self._pool.check()
 
     async def read(self, where: str, fn: Callable[[Conn], Awaitable[T]]) -> T:
         """Run ``fn`` (reads only) on a pooled connection; a dead connection is replaced
@@ -237,7 +207,7 @@ class PgPool:
             return
         self.closed = True
         await self._listener.close()
-        await self._connections.close()
+        await self._pool.close()
 
 
 async def _begin(conn: Conn, lock: int, reads: Sequence[Query]) -> list[list[tuple[Any, ...]]]:
