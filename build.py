@@ -155,8 +155,10 @@ def cmd_postgres(args: argparse.Namespace) -> None:
     except PostgresError as exc:
         sys.exit(f"error: {exc}")
     # SIGTERM (a supervisor, `kill`) ends it as Ctrl-C does: the server stops and a
-    # temporary folder goes.
+    # temporary folder goes. SIGINT is set too: a shell starts background jobs with it
+    # ignored, and Python then installs no Ctrl-C handler of its own.
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         step(f"PostgreSQL in {server.root} (log: {server.log}); Ctrl-C or SIGTERM stops it")
         print(f"DSN: {server.tcp_dsn()}", flush=True)
