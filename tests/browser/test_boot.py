@@ -62,7 +62,8 @@ def test_ready_before_ranks_then_first_retrieve_counts_exactly(harness, held_ran
     assert got["memories"], "nothing retrieved"
     for mem in got["memories"]:
         assert mem["tokens"] == counter.count(mem["line"]), mem["line"]
-    assert got["tokensUsed"] == sum(counter.count(m["line"]) for m in got["memories"])
+    assert got["tokensUsed"] == counter.count(got["text"])  # the lines and their day line
+    assert all(m["line"] in got["text"] for m in got["memories"])
     assert got["tokensUsed"] <= 60
     whole = sum(counter.count(t) for t in TEXTS)
     assert whole > 60, "the budget must cut something for this test to mean anything"

@@ -339,7 +339,8 @@ def test_budgets_count_o200k_tokens_like_cpython(harness):
     assert counter.name == "o200k_base" and got["tokenCounter"] == "o200k_base"
     for m in got["memories"]:
         assert m["tokens"] == counter.count(m["line"]), m["line"]
-    assert got["tokensUsed"] == sum(counter.count(m["line"]) for m in got["memories"])
+    assert got["tokensUsed"] == counter.count(got["text"])  # the lines and their day line
+    assert all(m["line"] in got["text"] for m in got["memories"])
 
 
 def test_strategy_builders_take_the_core_defaults(harness):
