@@ -45,6 +45,7 @@ class Packed:
     taken: dict[int, Taken]  # candidate position -> what of it went in
     text: str
     tokens: int
+    blocks: dict[int, str]  # each memory's lines in ``text``, by :attr:`Taken.order`
 
 
 @lru_cache(maxsize=4096)
@@ -190,14 +191,14 @@ def pack(
         if why in ("best", "match") and NEIGHBOUR_WEIGHT > 0:
             for nb in _neighbours(spans_of[pos], span):
                 push(value_of[pos] * NEIGHBOUR_WEIGHT, pos, nb, "neighbour")
-    text, _ = render(list(taken.values()))
+    text, blocks = render(list(taken.values()))
     exact = counter.count(text)
     while exact > max_tokens and taken:  # the estimate ran over: drop the last memory taken
         worst = max(taken, key=lambda p: taken[p].order)
         del taken[worst]
-        text, _ = render(list(taken.values()))
+        text, blocks = render(list(taken.values()))
         exact = counter.count(text)
-    return Packed(taken, text, exact)
+    return Packed(taken, text, exact, blocks)
 
 
 @lru_cache(maxsize=1024)

@@ -44,7 +44,7 @@ from ..item import MEMORY_TYPES
 from ..models.embedding import reads
 from .catalog import TYPE_CODE, Catalog
 from .dense import DenseHits, DenseIndex
-from .evidence import pack, passages_of, render
+from .evidence import pack, passages_of
 from .fusion import lexical_share, minmax_fusion, rrf_fusion, score_fusion
 from .lexical import LexicalSide, lexical_side
 from .plan import Plan
@@ -365,7 +365,6 @@ def retrieve(
             terms, catalog.index, counter, idf_mass=idf_mass, max_items=max_items,
             max_tokens=max_tokens, shorten=condense_to_fit,
         )  # fmt: skip
-        blocks = render(list(packed.taken.values()))[1]
     chosen: list[ScoredMemory] = []
     rows: list[Candidate] = []
     used = 0
@@ -394,7 +393,7 @@ def retrieve(
             if t is None:
                 status = "max_items" if len(packed.taken) >= max_items else "token_budget"
             else:
-                status, condensed, line = "included", t.shortened, blocks[t.order]
+                status, condensed, line = "included", t.shortened, packed.blocks[t.order]
                 tokens = t.tokens  # its block's share of ``text`` (the day line aside)
                 passages = passages_of(t)
         elif len(chosen) >= max_items:
