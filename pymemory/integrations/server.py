@@ -11,7 +11,8 @@ A user's memory is opened on demand (from its index snapshot, so even a large on
 in a fraction of a second), kept while recently used, and closed (its pending feedback
 and snapshot written) when it has been idle for ``idle_s`` or when more than
 ``max_open`` are open, least recently used first. A memory in use by a request is never
-closed under it: ``max_open`` is then exceeded until the lease ends. Each user's
+closed under it: ``max_open`` is then exceeded while more users than that are served at
+once, and restored as their leases end (never more than ``max_open`` idle). Each user's
 memory is a separate namespace of the store, so nothing one user does (ids, ``clear``,
 imports) reaches another's. Other processes (other app servers) may serve the same users
 at the same time: the change log keeps every instance in step.
@@ -56,6 +57,13 @@ def check_user(user: object) -> str:
     return user
 
 
+def _check_bounds(max_open: object, idle_s: object) -> None:
+    if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
+        raise ValidationError("max_open must be an int >= 1")
+    if isinstance(idle_s, bool) or not isinstance(idle_s, (int, float)) or not idle_s > 0:
+        raise ValidationError("idle_s must be a number of seconds > 0")
+
+
 async def close_memory(memory: Memory) -> None:
     """Close ``memory`` and its KV store (a store passed to ``Memory.open`` stays open
     when the memory closes; a pooled one must not)."""
@@ -76,10 +84,7 @@ class MemoryPool:
         idle_s: float = 300.0,
         on_close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
-            raise ValidationError("max_open must be an int >= 1")
-        if isinstance(idle_s, bool) or not isinstance(idle_s, (int, float)) or not idle_s > 0:
-            raise ValidationError("idle_s must be a number of seconds > 0")
+        _check_bounds(max_open, idle_s)
         self._open_memory = open_memory
         self.max_open = max_open
         self.idle_s = float(idle_s)
@@ -101,9 +106,14 @@ class MemoryPool:
         **memory_options: Any,
     ) -> MemoryPool:
         """A pool over one PostgreSQL database (one connection pool for every user; each
-        user is the namespace of its id). ``memory_options`` go to ``Memory.open``."""
+        user is the namespace of its id). ``memory_options`` go to ``Memory.open``;
+        ``database_options`` to ``PostgresDatabase.open``. Bad arguments (a DSN that is
+        not a str, ``max_open`` < 1, ...) raise ValidationError before connecting."""
         from ..storage.postgres import PostgresDatabase
 
+        _check_bounds(max_open, idle_s)
+        if database_options is not None and not isinstance(database_options, Mapping):
+            raise ValidationError("database_options must be a mapping of option names")
         database = await PostgresDatabase.open(dsn, **dict(database_options or {}))
 
         async def open_memory(user: str) -> Memory:
@@ -130,6 +140,8 @@ class MemoryPool:
         if entry is None:
             entry = _Entry(asyncio.ensure_future(self._open_memory(user)))
             self._entries[user] = entry
+            # An open whose callers all gave up ends with no lease: evict then too.
+            entry.opening.add_done_callback(lambda _opening: self._evict())
             self._start_reaper()
         self._entries.move_to_end(user)
         entry.leases += 1
@@ -147,9 +159,13 @@ class MemoryPool:
         finally:
             entry.leases -= 1
             entry.last_used = time.monotonic()
+            self._evict()  # a burst's memories beyond max_open close as their leases end
 
     def _evict(self) -> None:
-        """Close least recently used, unleased memories beyond ``max_open``."""
+        """Close least recently used, unleased memories beyond ``max_open`` (so at most
+        ``max_open`` stay open once no request holds them)."""
+        if self._closed:
+            return  # close() retires every entry itself
         excess = len(self._entries) - self.max_open
         for user, entry in list(self._entries.items()):
             if excess <= 0:
@@ -186,9 +202,10 @@ class MemoryPool:
         return len(idle)
 
     async def _settle(self) -> None:
-        """Wait for the closes under way."""
+        """Wait for the closes under way (a cancelled wait leaves them running: a
+        memory is never left half closed)."""
         while self._closing:
-            await asyncio.gather(*list(self._closing), return_exceptions=True)
+            await asyncio.wait(list(self._closing))
 
     def _start_reaper(self) -> None:
         if self._reaper is None or self._reaper.done():

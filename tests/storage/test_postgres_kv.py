@@ -256,6 +256,43 @@ async def test_no_server_is_a_retryable_server_unavailable_error(tmp_path):
     assert isinstance(caught.value, StorageError)
 
 
+async def test_calls_wait_for_a_busy_connection_within_connect_timeout(postgres_dsn, namespace):
+    """max_connections=1: a second call waits for the one connection, and gives up after
+    connect_timeout_s with a retryable error that says so; a cancelled waiter takes
+    nothing with it, and the connection serves the next calls."""
+    app = f"busy-{namespace}"
+    kv = await PostgresKv.open(
+        f"{postgres_dsn} application_name={app}",
+        namespace=namespace,
+        max_connections=1,
+        connect_timeout_s=1,
+    )
+    holder = await _raw(postgres_dsn)
+    try:
+        await holder.execute(f"BEGIN; SELECT pg_advisory_xact_lock({sql.lock_id(namespace)})")
+        blocked = asyncio.ensure_future(kv.put_many([("k", b"v")]))  # holds the connection
+        await asyncio.sleep(0.2)
+        start = asyncio.get_running_loop().time()
+        with pytest.raises(ServerUnavailableError, match="stayed busy") as caught:
+            await kv.get("k")
+        assert 0.7 < asyncio.get_running_loop().time() - start < 2.0
+        assert caught.value.retryable is True
+        waiter = asyncio.ensure_future(kv.get("k"))
+        await asyncio.sleep(0.1)
+        waiter.cancel()
+        await holder.execute("COMMIT")
+        await asyncio.wait_for(blocked, 5)
+        got = await asyncio.wait_for(asyncio.gather(*(kv.get("k") for _ in range(5))), 5)
+        assert got == [b"v"] * 5
+        cur = await holder.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (app,)
+        )
+        assert (await cur.fetchone())[0] == 1  # never more than max_connections
+    finally:
+        await holder.close()
+        await kv.close()
+
+
 async def test_statement_timeout_on_the_write_lock_writes_nothing(postgres_dsn, namespace):
     kv = await PostgresKv.open(postgres_dsn, namespace=namespace, statement_timeout_ms=300)
     holder = await _raw(postgres_dsn)

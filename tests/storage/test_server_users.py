@@ -110,6 +110,39 @@ async def test_a_failed_open_is_not_kept():
         await pool.close()
 
 
+async def test_an_open_every_caller_gave_up_on_still_keeps_the_bound():
+    """max_open=1: user b's request is cancelled while b's memory opens; the open
+    finishes with no lease, and the pool closes the least recently used at once (it
+    does not wait for the next request to notice it holds 2)."""
+    gate = asyncio.Event()
+
+    async def open_memory(user: str) -> Memory:
+        if user == "b":
+            await gate.wait()
+        return await Memory.open(MapKv(), **QUIET)
+
+    pool = MemoryPool(open_memory, max_open=1, idle_s=3600)
+    try:
+        async with pool.user("a"):
+            pass
+
+        async def use_b() -> None:
+            async with pool.user("b"):
+                pass
+
+        request = asyncio.ensure_future(use_b())
+        await asyncio.sleep(0.01)
+        request.cancel()  # the caller gives up; the open goes on (shielded)
+        with pytest.raises(asyncio.CancelledError):
+            await request
+        gate.set()
+        await asyncio.sleep(0.05)  # b's open finishes
+        assert len(pool) == 1 and pool.open_users() == ["b"]
+        await pool._settle()
+    finally:
+        await pool.close()
+
+
 # --- users never cross --------------------------------------------------------------------
 
 
@@ -191,3 +224,53 @@ async def test_two_pools_are_two_app_servers_on_the_same_users(postgres_dsn):
     finally:
         await one.close()
         await two.close()
+
+
+# --- the bound holds after a burst (issue 37, item 8) -------------------------------------
+
+
+async def test_a_burst_of_200_users_leaves_at_most_max_open_memories_open(postgres_dsn):
+    """200 users at once over PostgreSQL with max_open=50: while leases end, the pool never
+    keeps more than max_open memories nobody holds, and once the burst is over it holds
+    max_open (the most recently used), not 191, without waiting for another request.
+    The memories it closed wrote their items and can be opened again."""
+    run = uuid.uuid4().hex[:6]
+    names = [f"{run}-burst-{n}" for n in range(200)]
+    pool = await MemoryPool.on_postgres(
+        postgres_dsn, max_open=50, idle_s=3600, database_options={"max_connections": 8}, **QUIET
+    )
+    holding = 0  # requests inside pool.user() (opening or leased)
+    worst_excess = 0  # the most open memories beyond max(max_open, holding) ever seen
+    kept: dict[str, Memory] = {}
+    try:
+
+        async def request(n: int, user: str) -> None:
+            nonlocal holding, worst_excess
+            holding += 1
+            try:
+                async with pool.user(user) as memory:
+                    kept[user] = memory
+                    await memory.add(f"burst note {n} of {user}")
+                    await asyncio.sleep(0.001 * (n % 7))  # leases end in a mixed order
+            finally:
+                holding -= 1
+                worst_excess = max(worst_excess, len(pool) - max(50, holding))
+
+        await asyncio.gather(*(request(n, user) for n, user in enumerate(names)))
+        assert worst_excess == 0
+        assert len(pool) == 50  # right away: no later request or reaper needed
+        open_now = set(pool.open_users())
+        await pool._settle()  # the closes of the other 150 finish
+        closed = [u for u in names if u not in open_now]
+        assert len(closed) == 150
+        for user in closed[:5]:
+            with pytest.raises(StoreClosedError):
+                await kept[user].add("closed by the pool")
+        for user in sorted(open_now)[:5]:
+            assert (await kept[user].stats())["items"] == 1  # still open and usable
+        async with pool.user(closed[0]) as again:  # reopened from the database
+            n = names.index(closed[0])
+            assert [i.content for i in await again.list()] == [f"burst note {n} of {closed[0]}"]
+        assert len(pool) == 50
+    finally:
+        await pool.close()

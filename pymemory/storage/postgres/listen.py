@@ -14,8 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from .connections import discard, libpq_timeout
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -24,6 +27,9 @@ log = logging.getLogger("pymemory")
 
 Callback = Callable[[], None]
 CLOSE_WAIT_S = 5.0
+#: The longest wait between two attempts to reconnect: an idle Memory catches up within
+#: about this long after the server is back.
+MAX_RETRY_S = 1.0
 
 
 class Listener:
@@ -62,24 +68,35 @@ class Listener:
         import psycopg
 
         delay = 0.1
+        down_since: float | None = None  # warned once per outage, not per attempt
         while not self._closed:  # idles on its connection once nobody watches
             try:
+                # psycopg bounds connecting itself (no wait_for: on Python 3.11 it can
+                # swallow the cancellation that close() sends).
                 conn = await psycopg.AsyncConnection.connect(
-                    self._conninfo, autocommit=True, connect_timeout=self._connect_timeout_s
+                    self._conninfo,
+                    autocommit=True,
+                    connect_timeout=libpq_timeout(self._connect_timeout_s),
                 )
             except (psycopg.Error, OSError) as exc:
-                log.warning("change notifications: cannot connect (%s); retrying", exc)
+                if down_since is None:
+                    down_since = time.monotonic()
+                    log.warning("change notifications: cannot connect (%s); retrying", exc)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                delay = min(delay * 2, MAX_RETRY_S)
                 continue
+            if down_since is not None:
+                log.info("change notifications: reconnected after %.1f s",
+                         time.monotonic() - down_since)  # fmt: skip
+                down_since = None
             delay = 0.1
             try:
                 await self._serve(conn)
             except (psycopg.Error, OSError) as exc:
                 log.warning("change notifications: connection lost (%s); reconnecting", exc)
+                down_since = time.monotonic()
             finally:
-                with contextlib.suppress(Exception):
-                    await conn.close()
+                discard(conn)  # no round trip: a cancelled close() must not wait here
 
     async def _serve(self, conn: AsyncConnection[Any]) -> None:
         listening: set[str] = set()
