@@ -14,7 +14,8 @@ Per size, a Memory over MapKv is filled through ``add_many`` with ``bench_bm25``
 synthetic texts written as chats (sessions of 20 turns a minute apart, a day between
 sessions, so conversation context exists), then ``retrieve`` (default strategy,
 ``max_items`` 10) is timed per query (``--lines N``: each memory a transcript of N
-turns, so the prompt gets passages of long memories), after 5 untimed warm-ups: BM25
+turns, so the prompt gets passages of long memories, and the ``live`` adds are such
+transcripts too), after 5 untimed warm-ups: BM25
 alone, then hybrid after ``attach_embedder(HashingEmbedder())`` + ``embed_idle()``.
 ``live``: one ``add`` before each hybrid ``retrieve`` (a chat writes a turn, then
 asks), so any per-write cache is rebuilt every time; those ``add`` calls are timed too
@@ -55,10 +56,10 @@ async def measure(size: int, n_queries: int, seed: int, lines: int = 1) -> dict:
     from pymemory.models.embedding import HashingEmbedder
     from pymemory.storage import MapKv
 
-    docs, queries = make_corpus(size * lines + n_queries, n_queries, seed)
-    extra, docs = docs[size * lines :], docs[: size * lines]
+    docs, queries = make_corpus((size + n_queries) * lines, n_queries, seed)
     if lines > 1:  # each memory a transcript of ``lines`` turns (passages in the prompt)
         docs = ["\n".join(docs[i : i + lines]) for i in range(0, len(docs), lines)]
+    extra, docs = docs[size:], docs[:size]
     last = T0 + (size // 20) * DAY + 20 * MINUTE
     memory = await Memory.open(MapKv(), clock=lambda: last)
     await memory.add_many(

@@ -413,6 +413,19 @@ class Bm25Index:
             slots = slots.astype(np.int64)
         return slots, scores
 
+    def scores_of(self, query_terms: Sequence[str], slots: np.ndarray) -> np.ndarray:
+        """The BM25 scores of the documents under ``slots`` (0 for one that matches
+        nothing or is absent), in the order given: a few documents scored without
+        summing every match."""
+        out = np.zeros(len(slots))
+        for posted, weights in self._term_postings(query_terms):
+            if not len(posted):
+                continue
+            at = np.minimum(np.searchsorted(posted, slots), len(posted) - 1)
+            hit = posted[at] == slots
+            out[hit] += weights[at[hit]]
+        return out
+
     def top_k(self, query_terms: Sequence[str], k: int) -> list[tuple[int, float]]:
         """The ``k`` best ``(slot, score)`` pairs, best first; equal scores by slot."""
         k = operator.index(k)

@@ -15,6 +15,7 @@ from ..item import MEMORY_TYPES, MemoryItem
 from . import bm25_state
 from .analyzer import analyze
 from .bm25 import Bm25Index
+from .passages import PassageIndex
 
 NO_EXPIRY = np.iinfo(np.int64).max
 TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
@@ -23,7 +24,7 @@ TYPE_CODE = {t: i for i, t in enumerate(MEMORY_TYPES)}
 CONTEXT_GAP_MS = 30 * 60 * 1000
 #: Bumped when :func:`index_text` changes what it makes of an item (snapshots from before
 #: are rebuilt).
-INDEX_TEXT_VERSION = 2
+INDEX_TEXT_VERSION = 3
 _MONTHS = (
     "January", "February", "March", "April", "May", "June", "July", "August", "September",
     "October", "November", "December",
@@ -206,6 +207,7 @@ class Catalog:
         self._scope_code: dict[str, int] = {}
         self.tag_slots: dict[str, set[int]] = {}
         self.index = Bm25Index()
+        self.passages = PassageIndex()  # the passages of long memories (what the prompt gets)
         self.mutations = 0  # items put or removed so far (when to write a new snapshot)
         # The conversation order (context_order): None until built, or stale; slots added
         # since it was built are inserted into it on the next read.
@@ -277,6 +279,8 @@ class Catalog:
             self.tag_slots.setdefault(tag, set()).add(slot)
         if old is None or index_text(old) != index_text(item):
             self.index.add(slot, analyze(index_text(item)))
+        if old is None or old.text != item.text:
+            self.passages.put(slot, item.text)
 
     def set_feedback(self, item: MemoryItem) -> None:
         """Replace an item whose only change is its feedback (no re-indexing)."""
@@ -299,6 +303,7 @@ class Catalog:
         self._context = None
         self._untag(slot, item.tags)
         self.index.remove(slot)
+        self.passages.remove(slot)
         self.id_at[slot] = None
         self.alive[slot] = False
         self.expires[slot] = NO_EXPIRY
@@ -368,6 +373,11 @@ class Catalog:
                 await pause()
         assert state is not None
         bm25_meta, bm25_arrays, terms = state
+        for state in self.passages.to_state(steps):
+            if state is None:
+                await pause()
+        assert state is not None
+        passage_meta, passage_arrays, passage_terms = state
         tags = list(self.tag_slots)
         tag_slots = [np.fromiter(sorted(self.tag_slots[t]), np.int64) for t in tags]
         arrays = {
@@ -382,14 +392,17 @@ class Catalog:
             "tag_len": np.array([len(s) for s in tag_slots], dtype=np.int64),
             "tag_slots": np.concatenate(tag_slots) if tag_slots else np.zeros(0, np.int64),
             **{f"bm25.{k}": v for k, v in bm25_arrays.items()},
+            **{f"passages.{k}": v for k, v in passage_arrays.items()},
         }
         strings = {
             "id_at": ["" if i is None else i for i in self.id_at],
             "scopes": list(self._scope_code),
             "tags": tags,
             "terms": terms,
+            "passage_terms": passage_terms,
         }
-        return {"bm25": bm25_meta}, arrays, {**strings, "records": records}
+        meta = {"bm25": bm25_meta, "passages": passage_meta}
+        return meta, arrays, {**strings, "records": records}
 
     def restore_empty(self) -> None:
         """Back to an empty catalog (in place)."""
@@ -426,3 +439,7 @@ class Catalog:
             getattr(self, name)[:n] = arrays[name]
         bm25 = {k[5:]: v for k, v in arrays.items() if k.startswith("bm25.")}
         self.index = bm25_state.from_arrays(meta["bm25"], bm25, strings["terms"])
+        passages = {k[9:]: v for k, v in arrays.items() if k.startswith("passages.")}
+        self.passages = PassageIndex.from_state(
+            meta["passages"], passages, strings["passage_terms"]
+        )

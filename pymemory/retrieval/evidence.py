@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..item import MemoryItem
 from .bm25 import Bm25Index
-from .passages import Span, passage_units, score_passages, split_passages
+from .passages import (
+    PassageIndex,
+    Span,
+    passage_units,
+    strip_span,
+    unit_score,
+)
 from .results import Passage
 from .tokens import TokenCounter
 
@@ -26,6 +32,16 @@ NEIGHBOUR_WEIGHT = 0.5
 #: Stop looking after this many units in a row did not fit (the budget is about full).
 MAX_MISSES = 40
 GAP = "…"
+#: A passage longer than this many characters per token of room left (plus
+#: :data:`SURE_MARGIN`) is not counted: it cannot fit (text averages under 5 characters a
+#: token; counting is the packer's main cost, the more so in the browser's pure-Python
+#: tokenizer).
+CHARS_PER_TOKEN_MAX = 12
+SURE_MARGIN = 48
+#: A lead is not shortened to a sentence with less room than this left, nor after this
+#: many tries in one call (each reads the passage's sentences).
+MIN_SHORTENED = 12
+MAX_SHORTENINGS = 4
 
 
 @dataclass
@@ -94,7 +110,7 @@ def _sentence_of(text: str, span: Span, terms: Sequence[str], index: Bm25Index) 
     units = [(x + a, y + a) for x, y in passage_units(text[a:b], 0)]
     if len(units) < 2:
         return None
-    scores = [score_passages(text[x:y], terms, index)[0] for x, y in units]
+    scores = [unit_score(text[x:y], terms, index) for x, y in units]
     best = max(range(len(units)), key=lambda k: (scores[k], -k))
     return units[best]
 
@@ -103,19 +119,23 @@ def pack(
     candidates: Sequence[tuple[int, MemoryItem, float]],
     terms: Sequence[str],
     index: Bm25Index,
+    passages: PassageIndex,
+    slot_of: Mapping[str, int],
     counter: TokenCounter,
     *,
-    idf_mass: float,
     max_items: int,
     max_tokens: int,
     shorten: bool = True,
 ) -> Packed:
     """Fill ``max_tokens`` with passages of ``candidates`` ((position, item, score), best
     first, every one past the filters and the floor), at most ``max_items`` memories.
+    ``passages`` holds the passages of the memories (by ``slot_of[item.id]``) and scores
+    them; ``index``, the memory index, weighs the words of a sentence that is shortened.
 
     A passage's value is its memory's score relative to the best candidate's: all of it
     for a memory of one passage (it goes in whole); for a memory of several, times the
-    share of the query's BM25 weight the passage matches (0..1), or
+    share of the query's BM25 weight the passage matches (its passage-index BM25 score
+    over the query terms' idf sum: 0..1), or
     :data:`NEIGHBOUR_WEIGHT` for the passage just before or after a matching one that was
     taken (the question before an answer, the answer after a question). A passage no
     query term matches is neither taken nor offered, except a memory's best (its first,
@@ -126,12 +146,14 @@ def pack(
     days: set[str] = set()
     heap: list[tuple[float, int, int, Span, str]] = []
     used = misses = 0
+    tries = MAX_SHORTENINGS
     top = max((s for _, _, s in candidates), default=0.0) or 1.0
     nxt = seq = 0
     spans_of: dict[int, tuple[Span, ...]] = {}
     items: dict[int, MemoryItem] = {}
     scores_of: dict[int, dict[Span, float]] = {}
     value_of: dict[int, float] = {}
+    idf_mass = passages.bm25.idf_mass(terms)
 
     def cost(item: MemoryItem, span: Span, t: Taken | None) -> tuple[int, int]:
         """(tokens of the passage in its memory's block, of the line break before the
@@ -153,14 +175,14 @@ def pack(
             pos, item, score = candidates[nxt]
             nxt += 1
             value = score / top
-            spans = split_passages(item.text)
-            scores = score_passages(item.text, terms, index) if len(spans) > 1 else [0.0]
+            slot = slot_of[item.id]
+            spans = passages.spans(slot) or (strip_span(item.text, 0, len(item.text)),)
+            shares = passages.shares(slot, terms, idf_mass) or [0.0]
             spans_of[pos], items[pos], value_of[pos] = spans, item, value
-            scores_of[pos] = dict(zip(spans, scores, strict=True))
+            scores_of[pos] = dict(zip(spans, shares, strict=True))
             if len(spans) == 1:
                 push(value, pos, spans[0], "whole")
                 continue
-            shares = [min(x / idf_mass, 1.0) if idf_mass > 0 else 0.0 for x in scores]
             best = max(range(len(spans)), key=lambda k: (shares[k], -k))
             for k, span in enumerate(spans):
                 if k == best or shares[k] > 0:  # the others go in as context only
@@ -172,12 +194,17 @@ def pack(
             continue  # in already (or a sentence of it, shortened to fit)
         if t is None and len(taken) >= max_items:
             continue
-        n, day = cost(item, span, t)
-        if n + day + used > max_tokens and t is None and shorten:
+        room = max_tokens - used
+        if span[1] - span[0] > CHARS_PER_TOKEN_MAX * room + SURE_MARGIN:
+            n, day = room + 1, 0  # too long to fit whatever its words: not counted
+        else:
+            n, day = cost(item, span, t)
+        if n + day > room and t is None and shorten and room >= MIN_SHORTENED and tries:
+            tries -= 1
             short = _sentence_of(item.text, span, terms, index)
-            if short is not None and used + sum(cost(item, short, None)) <= max_tokens:
-                span, why, (n, day) = short, "shortened", cost(item, short, None)
-        if used + n + day > max_tokens:
+            if short is not None and sum(short_cost := cost(item, short, None)) <= room:
+                span, why, (n, day) = short, "shortened", short_cost
+        if n + day > room:
             misses += 1
             continue
         misses = 0

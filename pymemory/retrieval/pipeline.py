@@ -362,7 +362,7 @@ def retrieve(
         eligible = [i for i in order.tolist() if reason[i] == 0][:max_items]
         packed = pack(
             [(i, catalog.items[catalog.id_at[slots[i]]], float(score[i])) for i in eligible],
-            terms, catalog.index, counter, idf_mass=idf_mass, max_items=max_items,
+            terms, catalog.index, catalog.passages, catalog.slot_of, counter, max_items=max_items,
             max_tokens=max_tokens, shorten=condense_to_fit,
         )  # fmt: skip
     chosen: list[ScoredMemory] = []

@@ -49,7 +49,7 @@ class Passage:
     start: int  # ``item.text[start:end]``
     end: int
     why: str
-    score: float  # its BM25 score for the query's terms (0: no term matched)
+    score: float  # the share of the query's BM25 weight it matches, 0..1 (0: none)
     text: str
 
 

@@ -7,12 +7,14 @@ import datetime as dt
 import itertools
 import re
 
+import numpy as np
 import pytest
 from helpers import DAY, Clock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymemory import Memory, ValidationError
+from pymemory.retrieval.bm25 import Bm25Index
 from pymemory.retrieval.passages import PASSAGE_TOKENS, estimate_tokens, split_passages
 from pymemory.storage import MapKv
 
@@ -223,3 +225,57 @@ async def test_without_a_binding_budget_the_same_best_memories_as_summaries():
             ids[how] = [i.id for i in r.items]
         assert ids["passages"] == ids["summary"] and len(ids["passages"]) == k
         assert ids["passages"][0] == top.id
+
+
+async def test_the_passage_index_follows_adds_updates_and_deletes():
+    mem = await _memory()
+    catalog = mem._catalog
+    note = await mem.add(TRANSCRIPT)
+    slot = catalog.slot_of[note.id]
+    assert catalog.passages.spans(slot) == split_passages(TRANSCRIPT)
+    assert len(catalog.passages) == len(split_passages(TRANSCRIPT)) > 1
+    short = await mem.add("A short note is its own passage.")
+    assert catalog.passages.spans(catalog.slot_of[short.id]) is None
+    longer = TRANSCRIPT + "\nBen: One more thing: the printer on floor 3 is fixed."
+    await mem.update(note.id, text=longer)
+    assert catalog.passages.spans(slot) == split_passages(longer)
+    r = await mem.retrieve("printer floor 3", max_tokens=100)
+    assert "the printer on floor 3 is fixed" in r.text
+    await mem.update(note.id, text="Now a short text.")
+    assert catalog.passages.spans(slot) is None and len(catalog.passages) == 0
+    await mem.update(note.id, text=TRANSCRIPT)
+    await mem.delete(note.id)
+    assert len(catalog.passages) == 0 and catalog.passages.of_memory == {}
+    again = await mem.add(TRANSCRIPT)  # freed passage slots are reused
+    assert len(catalog.passages) == len(split_passages(TRANSCRIPT))
+    assert catalog.passages.owner[
+        catalog.passages.of_memory[catalog.slot_of[again.id]]
+    ].tolist() == [catalog.slot_of[again.id]] * len(split_passages(TRANSCRIPT))
+
+
+async def test_a_long_document_is_found_by_its_best_passage():
+    # Thirty chat turns share the query's common words; one section of a long handbook
+    # answers it. Scored whole, the handbook's length buries that section below the floor.
+    mem = await _memory()
+    for i in range(30):
+        await mem.add(f"Chat {i}: the team talked about the release and the deploy schedule.")
+    lines = [f"Section {k}: the office handbook covers desks, parking, lunch, travel policy "
+             f"item {k} and more rules." for k in range(30)]  # fmt: skip
+    lines[17] = "Section 17: the deploy key rotates every 90 days, the release manager rotates it."
+    doc = await mem.add("\n".join(lines))
+    r = await mem.retrieve("how often does the deploy key for the release rotate", max_items=5)
+    assert r.items[:1] == [doc]
+    assert "the deploy key rotates every 90 days" in r.text and "Section 3:" not in r.text
+
+
+def test_scores_of_a_few_documents_equal_their_full_scores():
+    index = Bm25Index()
+    docs = [["deploy", "key"], ["deploy"] * 3, ["lunch"], ["key", "key", "rotate"], []]
+    for slot, terms in enumerate(docs):
+        index.add(slot * 3, terms)
+    query = ["deploy", "key", "key", "missing"]
+    slots, scores = index.scores(query)
+    full = dict(zip(slots.tolist(), scores.tolist(), strict=True))
+    asked = [12, 0, 7, 9, 6, 3]
+    got = index.scores_of(query, np.array(asked))
+    assert got.tolist() == [full.get(s, 0.0) for s in asked]

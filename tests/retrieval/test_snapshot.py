@@ -25,7 +25,45 @@ from pymemory.storage.encrypted import EncryptedKv
 NOW = 1_780_000_000_000
 DAY = 86_400_000
 N = snapshot.MIN_ITEMS + 200
-WORDS = ["deploy", "budget", "vault", "garden", "coffee", "invoice", "rocket", "piano", "harbor", "lantern", "meeting", "travel", "python", "server", "cat", "dog", "maya", "paris", "tokyo", "release", "review", "sprint", "ticket", "backup", "river", "museum", "concert", "recipe", "bicycle", "mountain", "winter", "summer", "report", "contract", "café", "naïve", "東京"]
+WORDS = [
+    "deploy",
+    "budget",
+    "vault",
+    "garden",
+    "coffee",
+    "invoice",
+    "rocket",
+    "piano",
+    "harbor",
+    "lantern",
+    "meeting",
+    "travel",
+    "python",
+    "server",
+    "cat",
+    "dog",
+    "maya",
+    "paris",
+    "tokyo",
+    "release",
+    "review",
+    "sprint",
+    "ticket",
+    "backup",
+    "river",
+    "museum",
+    "concert",
+    "recipe",
+    "bicycle",
+    "mountain",
+    "winter",
+    "summer",
+    "report",
+    "contract",
+    "café",
+    "naïve",
+    "東京",
+]
 QUERIES = ["deploy the server", "coffee in paris", "budget review meeting", "vault backup",
            "maya concert tokyo", "winter bicycle", "café naïve", "東京"]  # fmt: skip
 
@@ -39,6 +77,9 @@ def entries(n: int, seed: int) -> list[dict]:
     out = []
     for i in range(n):
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 18)))
+        if i % 11 == 0:  # a transcript of several passages (the passage index)
+            text = "\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(12, 30)))
+                              for _ in range(rng.randint(6, 14)))  # fmt: skip
         out.append({
             "text": f"{text} #{seed}-{i}",
             "tags": rng.sample(["work", "home", "code", "trip"], rng.randint(0, 2)),
@@ -92,6 +133,8 @@ async def observe(m: Memory) -> dict:
     for q in QUERIES:
         r = await m.retrieve(q, max_items=15, max_tokens=100_000)
         out[q] = [(x.item, round(x.score, 9)) for x in r.memories]
+        packed = await m.retrieve(q, max_items=60, max_tokens=3000)
+        out["text:" + q] = (packed.text, [x.passages for x in packed.memories])
         out["tag:" + q] = [x.item.id for x in (await m.retrieve(q, max_items=5)).memories]
     out["list"] = await m.list()
     out["list_work"] = await m.list(tags=["work"], scope="user")
@@ -136,6 +179,10 @@ async def test_reopen_from_snapshot_answers_as_a_rebuild(store, caplog):
     seen = await observe(m)
     assert len(seen["list"]) == N and len(seen["vectors"]) == N
     assert any(seen[q] for q in QUERIES)
+    # The passage index came from the snapshot too, and passages went into the text.
+    assert len(m._catalog.passages) > N // 11
+    assert any(p.why in ("best", "match") for q in QUERIES
+               for ps in seen["text:" + q][1] for p in ps)  # fmt: skip
     await close(m)
     assert seen == await rebuilt_view(store)
 
@@ -227,8 +274,10 @@ async def test_an_unusable_snapshot_means_a_logged_rebuild(store, caplog, damage
     caplog.clear()
     m = await open_at(store)
     assert not used_snapshot(caplog)
-    assert "rebuild" in caplog.text or "reading every record" in caplog.text or (
-        "older than the change log" in caplog.text
+    assert (
+        "rebuild" in caplog.text
+        or "reading every record" in caplog.text
+        or ("older than the change log" in caplog.text)
     )
     seen = await observe(m)
     await close(m)
