@@ -14,6 +14,7 @@ export const ERROR_CODES = Object.freeze([
   "sync_failed", // a sync round failed (server unreachable, timed out, HTTP error, not CouchDB)
   "sync_integrity", // the sync server served a replayed, moved or forged encrypted record
   "boot_failed", // the worker or an asset could not load (message names the URL), or boot timed out
+  "offline_failed", // registerOffline: no service workers, or the service worker did not register or cache in time
   "worker_failed", // the worker stopped while calls were in flight; retry after reload
   "leader_lost", // the tab running the store closed during the call; it may have been applied
   "not_ready", // a call reached the worker before it was initialised

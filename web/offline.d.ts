@@ -11,12 +11,19 @@ export declare const WORKER_MODULES: readonly string[];
 /** The same-origin URLs this page loaded and the store worker will load. */
 export declare function loadedUrls(options?: OfflineAssetOptions): string[];
 
+/** registerOffline's options: the asset options, and a bound on the whole of it. */
+export type RegisterOfflineOptions = OfflineAssetOptions & {
+  /** Reject with `offline_failed` after this long (default 60000 ms). */
+  timeoutMs?: number;
+};
+
 /**
  * Register the service worker at `swUrl` (default "/pymemory-sw.mjs": a copy of the
  * package's sw.mjs) and have it cache what this visit loaded. Resolves once they are
- * cached; rejects where the browser has no service workers.
+ * cached; rejects with a MemoryError `offline_failed` where the browser has no service
+ * workers, registering or caching failed, or it took longer than `timeoutMs`.
  */
 export declare function registerOffline(
   swUrl?: string,
-  options?: OfflineAssetOptions,
+  options?: RegisterOfflineOptions,
 ): Promise<{ ok: true; cached: string[]; failed: string[] }>;

@@ -6,7 +6,10 @@
 // Pyodide's loader) for it to cache. The large files (Pyodide's core, the wheels, the
 // token ranks, the models) are in the store worker's own Cache Storage already.
 
+import { MemoryError } from "./errors.mjs";
 import { resolveAssets } from "./options.mjs";
+
+const TIMEOUT_MS = 60_000;
 
 // The store worker's modules (worker/) and the package modules they import.
 export const WORKER_MODULES = Object.freeze([
@@ -38,16 +41,35 @@ export function loadedUrls(options = {}) {
  * Register the service worker at `swUrl` (default "/pymemory-sw.mjs"; a copy of the
  * package's sw.mjs) and have it cache what this visit loaded. Resolves with
  * { cached, failed } (URLs) once they are cached. `options`: the asset options the app
- * gives createAgentMemory (assetsUrl, workerUrl, pyodideUrl).
+ * gives createAgentMemory (assetsUrl, workerUrl, pyodideUrl), and `timeoutMs` (default
+ * 60 s) for the whole of it. Rejects with a MemoryError `offline_failed` where the browser
+ * has no service workers, registering or caching failed, or it took longer than that.
  */
 export async function registerOffline(swUrl = "/pymemory-sw.mjs", options = {}) {
-  if (!("serviceWorker" in navigator)) throw new Error("pymemory: this browser has no service workers");
-  await navigator.serviceWorker.register(swUrl, { type: "module" });
-  const { active } = await navigator.serviceWorker.ready;
-  const urls = loadedUrls(options);
-  return new Promise((resolve, reject) => {
-    const channel = new MessageChannel();
-    channel.port1.onmessage = ({ data }) => (data.ok ? resolve(data) : reject(new Error(data.error)));
-    active.postMessage({ op: "pymemory-precache", urls }, [channel.port2]);
+  const fail = (why) => new MemoryError("offline_failed", `pymemory: offline caching failed: ${why}`);
+  if (typeof navigator === "undefined" || !navigator.serviceWorker) throw fail("this browser has no service workers");
+  const timeoutMs = options.timeoutMs ?? TIMEOUT_MS;
+  let timer;
+  const deadline = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(fail(`no answer within ${timeoutMs} ms (timeoutMs)`)), timeoutMs);
   });
+  const work = (async () => {
+    try {
+      await navigator.serviceWorker.register(swUrl, { type: "module" });
+    } catch (err) {
+      throw fail(`${swUrl} did not register (${err?.message ?? err})`);
+    }
+    const { active } = await navigator.serviceWorker.ready;
+    const urls = loadedUrls(options);
+    return new Promise((resolve, reject) => {
+      const channel = new MessageChannel();
+      channel.port1.onmessage = ({ data }) => (data.ok ? resolve(data) : reject(fail(data.error)));
+      active.postMessage({ op: "pymemory-precache", urls }, [channel.port2]);
+    });
+  })();
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

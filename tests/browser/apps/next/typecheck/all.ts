@@ -12,7 +12,7 @@ const memory = createAgentMemory({ dbName: "types", assetsUrl: "/pymemory/" });
 const found: Retrieval = await memory.retrieve("query", { maxTokens: 200 });
 const text: string = found.text;
 
-const offline: { cached: string[]; failed: string[] } = await registerOffline("/pymemory-sw.mjs", { assetsUrl: "/pymemory/" });
+const offline: { cached: string[]; failed: string[] } = await registerOffline("/pymemory-sw.mjs", { assetsUrl: "/pymemory/", timeoutMs: 30_000 });
 const urls: string[] = loadedUrls();
 
 declare const base: LanguageModel & object;
