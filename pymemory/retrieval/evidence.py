@@ -33,9 +33,10 @@ NEIGHBOUR_WEIGHT = 0.5
 MAX_MISSES = 40
 GAP = "…"
 #: A passage longer than this many characters per token of room left (plus
-#: :data:`SURE_MARGIN`) is not counted: it cannot fit (text averages under 5 characters a
-#: token; counting is the packer's main cost, the more so in the browser's pure-Python
-#: tokenizer).
+#: :data:`SURE_MARGIN`) is not counted but taken as too long (text averages under 5
+#: characters a token; only runs such as long rows of ``=`` pack more, and such a passage
+#: is merely left out). Counting is the packer's main cost, the more so in the browser's
+#: pure-Python tokenizer.
 CHARS_PER_TOKEN_MAX = 12
 SURE_MARGIN = 48
 #: A lead is not shortened to a sentence with less room than this left, nor after this
@@ -196,7 +197,7 @@ def pack(
             continue
         room = max_tokens - used
         if span[1] - span[0] > CHARS_PER_TOKEN_MAX * room + SURE_MARGIN:
-            n, day = room + 1, 0  # too long to fit whatever its words: not counted
+            n, day = room + 1, 0  # too long to fit: not counted
         else:
             n, day = cost(item, span, t)
         if n + day > room and t is None and shorten and room >= MIN_SHORTENED and tries:
