@@ -359,7 +359,7 @@ def retrieve(
     if inject == "passages":
         # The best ``max_items`` memories past the filters and the floor; their passages
         # compete for the token budget.
-        eligible = [i for i in order.tolist() if reason[i] == 0][:max_items]
+        eligible = order[reason[order] == 0][:max_items].tolist()
         packed = pack(
             [(i, catalog.items[catalog.id_at[slots[i]]], float(score[i])) for i in eligible],
             terms, catalog.index, catalog.passages, catalog.slot_of, counter, max_items=max_items,
@@ -369,7 +369,10 @@ def retrieve(
     rows: list[Candidate] = []
     used = 0
     n_condensed = 0
-    for i in order.tolist():
+    # Without a trace only the memories packed are listed, and they are among the first
+    # ``max_items`` (a broad query at 100k items matches tens of thousands).
+    walk = order[:max_items] if packed is not None and not trace else order
+    for i in walk.tolist():
         if packed is not None and not trace and i not in packed.taken:
             if len(chosen) == len(packed.taken):
                 break  # every memory that went in is listed: the rest need not be read
