@@ -207,7 +207,18 @@ class ModelWork:
 
     @property
     def vectors(self) -> KvVectorStore | None:
-        return None if self.dense is None else self.dense.vectors
+        """The dense index's vectors (None: no embedder, or one the store left: stale)."""
+        if self.dense is None or self.dense.vectors.stale:
+            return None
+        return self.dense.vectors
+
+    def stats(self, items: int) -> dict[str, Any]:
+        """For ``stats()``: ``background`` (steps taken, waited, overlapped) and
+        ``embedding`` (the embedder's name, or None, and how many of ``items`` it embedded)."""
+        embedding = {"model": None, "embedded": 0, "items": items}
+        if self.dense is not None:
+            embedding = self.dense.progress()
+        return {"background": CALLS.stats(), "embedding": embedding}
 
     def queue(self, items: list[MemoryItem], *, refine: bool = True) -> None:
         """New or changed items: refine them (when ``refine``) and embed them."""

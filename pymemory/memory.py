@@ -37,7 +37,6 @@ from .encoder.intake import UNSET, build_item, build_items, changed_fields
 from .errors import NotFoundError, StoreClosedError, ValidationError, shown
 from .item import FEEDBACK_KINDS, ArchivedItem, MemoryItem, MemoryVersion
 from .models.embedding import Embedder
-from .models.runtime import CALLS
 from .retrieval import pipeline
 from .retrieval.archive import search_archive
 from .retrieval.filters import item_matcher, older_than
@@ -198,7 +197,8 @@ class Memory:
         self, embedder: Embedder, *, vector_dtype: Literal["int8", "float16", "float32"] = "int8"
     ) -> None:
         """Turn dense retrieval on (e.g. once a model has loaded): load the stored vectors
-        and embed, in the background, every item that has none yet."""
+        and embed, in the background, every item that has none yet (all, if another
+        embedder made them: docs/models.md, progress in ``stats()["embedding"]``)."""
         self._check_open()
         check_embedder(embedder, vector_dtype)
         self._work.check_free("embedder")
@@ -549,7 +549,7 @@ class Memory:
             "schema_version": schema.SCHEMA_VERSION,
             "token_counter": self.token_counter.name,
             "storage": await self.kv.room() if isinstance(self.kv, ReportsRoom) else None,
-            "background": CALLS.stats(),
+            **self._work.stats(len(self._catalog)),  # background inference, embedding
             "sync": await self.syncs.status(),
         }
 

@@ -320,6 +320,8 @@ export interface Status {
   models?: Partial<Record<ModelName, ModelState>> & {
     info?: Record<string, unknown>;
     error?: { code: ErrorCode; message: string };
+    /** background embedding's progress (Stats.embedding), refreshed until it is done */
+    embedding?: { model: string | null; embedded: number; items: number };
   };
   /** the origin's storage, once ready: measured at boot, after `persist` is answered and
    * after a write fails for storage */
@@ -420,6 +422,9 @@ export interface Stats {
    * taken, steps that waited for a call to end, steps that ran during one (a wait that ran
    * out after 0.5 s) */
   background: { steps: number; waited: number; overlapped: number };
+  /** the attached embedder (null: none) and how many of the items it has embedded: after
+   * a change of embedder, the background re-embedding's progress (docs/models.md) */
+  embedding: { model: string | null; embedded: number; items: number };
   /** the room for writes, as Python's stats()["storage"] reports it */
   storage?: {
     available_bytes: number | null;

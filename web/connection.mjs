@@ -16,6 +16,9 @@ import {
 import { encodeParams } from "./protocol.mjs";
 import { StoreTabs } from "./leader.mjs";
 
+/** How often status.models.embedding is refreshed while background embedding runs, in ms. */
+const EMBEDDING_POLL_MS = 1000;
+
 export class Connection {
   constructor(assets, options) {
     this.assets = assets;
@@ -151,13 +154,32 @@ export class Connection {
     mark("loading");
     try {
       const result = await this.call(dbName, "loadModels", want, undefined, unlock);
-      mark("ready", { info: result });
+      mark("ready", { info: result, ...(result.embedding ? { embedding: result.embedding } : {}) });
       this.notifyChange(dbName);
+      this._followEmbedding(dbName, result.embedding, unlock);
       return result;
     } catch (err) {
       mark("error", { error: { code: err.code, message: err.message } });
       throw err;
     }
+  }
+
+  // Background embedding (a store re-embedded after a change of embedder, or items
+  // stored before the embedder loaded): status.models.embedding follows stats().embedding
+  // every EMBEDDING_POLL_MS, one request at a time, until every item is embedded.
+  _followEmbedding(dbName, embedding, unlock) {
+    if (!embedding || embedding.embedded >= embedding.items) return;
+    setTimeout(async () => {
+      let now;
+      try {
+        now = (await this.call(dbName, "stats", {}, undefined, unlock)).embedding;
+      } catch {
+        return;
+      }
+      if (!now) return;
+      this._setStatus({ ...this.status, models: { ...this.status.models, embedding: now } });
+      this._followEmbedding(dbName, now, unlock);
+    }, EMBEDDING_POLL_MS);
   }
 
   // The worker's status, keeping what this page tracks itself (its clients' `models` and

@@ -152,6 +152,29 @@ test("status and change listeners: public subscribe and notify", async () => {
   assert.equal(changes, 1);
 });
 
+test("status.models.embedding follows background embedding until it is done", async () => {
+  const conn = connection({ workerUrl: "https://app.test/embedding/worker.mjs", tabs: "own" });
+  opened.push(conn);
+  await conn.ready;
+  const progress = [0, 2, 3];
+  const asked = [];
+  conn.call = async (db, method) => {
+    asked.push(method);
+    const embedding = { model: "hashing-s7", embedded: progress.shift(), items: 3 };
+    return method === "loadModels" ? { embedder: { name: "hashing-s7" }, embedding } : { embedding };
+  };
+  const seen = [];
+  conn.onStatus((s) => s.models?.embedding && seen.push(s.models.embedding.embedded));
+  await conn.loadModels("db", ["embedder"]);
+  assert.equal(conn.status.models.embedder, "ready");
+  for (let i = 0; i < 40 && conn.status.models.embedding.embedded < 3; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.deepEqual(seen, [0, 2, 3]);
+  await new Promise((resolve) => setTimeout(resolve, 1200));
+  assert.deepEqual(asked, ["loadModels", "stats", "stats"]); // no polling once done
+});
+
 test("a worker that cannot start rejects ready with boot_failed", async () => {
   const saved = globalThis.Worker;
   globalThis.Worker = class {

@@ -8,6 +8,12 @@ changed or deleted it meanwhile). Vectors persist beside their items (``vec:<id>
 its vector in the same transaction (:mod:`.writer`); :meth:`DenseIndex.forget` then
 drops the row here. A query whose embedding fails is ranked by BM25 alone, with a note in
 the trace.
+
+The store records whose vectors it holds (``meta:embedder``, :mod:`.space`): attaching
+another embedder drops the old vectors and embeds every item again in the background,
+items not embedded yet being ranked by BM25 meanwhile; every vector write checks the
+record in its transaction, so an instance whose embedder is no longer the store's writes
+none (and ranks by BM25 alone).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -26,6 +32,7 @@ from ..item import MemoryItem
 from ..models.embedding import Embedder
 from ..models.runtime import urgent, yield_to_calls
 from ..storage import Writes, changes, schema
+from . import space
 from .catalog import Catalog, dense_text
 from .vectors_kv import KvVectorStore
 from .writer import StoreWriter
@@ -66,8 +73,10 @@ class DenseIndex:
         self._catalog = catalog
         self._writer = writer
         self._queue: asyncio.Queue[str] = asyncio.Queue()
+        # Items written before the embedder was on, or before it replaced another one
+        # (space.settle dropped that one's vectors).
         for item_id in catalog.items:
-            if item_id not in vectors:  # written before the embedder was on
+            if item_id not in vectors:
                 self._queue.put_nowait(item_id)
         self._task: asyncio.Task[None] = asyncio.ensure_future(self._loop())
 
@@ -78,7 +87,8 @@ class DenseIndex:
         embedder: Embedder,
         vector_dtype: Literal["int8", "float16", "float32"] = "int8",
     ) -> DenseIndex:
-        """Load the stored vectors and queue every item that has none yet.
+        """Load the stored vectors and queue every item that has none yet. If the store
+        holds another embedder's vectors, they are deleted first (:func:`.space.settle`).
 
         The vectors load without the lock; under it, they then catch up with every change
         logged since the load began (a sync of the view meanwhile, with no vectors to
@@ -86,8 +96,10 @@ class DenseIndex:
         view's position, and built under the lock: publish it before yielding, or a sync
         in between skips vector keys again."""
         kv, catalog = writer.kv, writer.view.catalog
+        await space.settle(writer, embedder)
         seq = await changes.read_seq(kv)
-        vectors = await KvVectorStore.open(kv, embedder.dim, vector_dtype)
+        owner = lambda raw: space.accepts(raw, embedder)  # noqa: E731
+        vectors = await KvVectorStore.open(kv, embedder.dim, vector_dtype, owner=owner)
         async with writer.lock:
             await vectors.catch_up(seq)
             # Vectors without an item (left by an older pymemory, which deleted the two in
@@ -97,7 +109,7 @@ class DenseIndex:
             if orphans:
 
                 def drop(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
-                    gone = [i for i, raw in zip(orphans, values, strict=True) if raw is None]
+                    gone = [i for i, raw in zip(orphans, values[1:], strict=True) if raw is None]
                     return Writes(deletes=[schema.vec_key(i) for i in gone], result=gone)
 
                 vectors.apply_local(deletes=await writer.commit_vectors(orphans, drop))
@@ -114,6 +126,11 @@ class DenseIndex:
     async def idle(self) -> None:
         await self._queue.join()
 
+    def progress(self) -> dict[str, Any]:
+        """``{"model": name, "embedded": n, "items": m}``: how far background embedding is."""
+        embedded = 0 if self.vectors.stale else len(self.vectors)
+        return {"model": self.embedder.name, "embedded": embedded, "items": len(self._catalog)}
+
     async def stop(self) -> None:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -125,6 +142,8 @@ class DenseIndex:
             while len(ids) < EMBED_DRAIN and not self._queue.empty():
                 ids.append(self._queue.get_nowait())
             try:
+                if self.vectors.stale:  # the store holds another embedder's vectors now
+                    continue
                 items = [i for i in map(self._catalog.get, dict.fromkeys(ids)) if i is not None]
                 items.sort(key=lambda i: len(dense_text(i)))
                 for start in range(0, len(items), EMBED_CALL):
@@ -145,13 +164,20 @@ class DenseIndex:
         batch = self.vectors.encode([i.id for i in items], vectors)
 
         def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
+            if not space.accepts(values[0], embedder):
+                return Writes(result=None)  # another instance switched the store's embedder
             # Keep only items still stored with the text that was embedded.
-            keep = [j for j, raw in enumerate(values) if _stored_dense_text(raw) == texts[j]]
+            records = values[1:]
+            keep = [j for j, raw in enumerate(records) if _stored_dense_text(raw) == texts[j]]
             return Writes([batch.puts[j] for j in keep], result=keep)
 
+        embedder = self.embedder
         await yield_to_calls()  # the commit is this thread's work too
         async with self._writer.lock:
             keep = await self._writer.commit_vectors([i.id for i in items], write)
+            if keep is None:
+                self.vectors.go_stale()
+                return
             self.vectors.apply_local(batch, keep=keep)
 
     def embed_query(self, query: str) -> asyncio.Task[np.ndarray] | None:
@@ -173,6 +199,10 @@ class DenseIndex:
         the cosine of any other), and notes for the trace."""
         if embedding is None:
             return None, ()
+        if self.vectors.stale:
+            embedding.cancel()
+            note = f"the store's vectors are another embedder's than {self.embedder.name}"
+            return None, (f"{note}: ranked by BM25 only",)
         try:
             query_vec = await embedding
         except Exception as exc:  # the model failing must not break retrieval

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import math
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,11 +98,16 @@ class KvVectorStore(InMemoryVectorStore):
     ``prefix`` into the matrix. (Or construct it and ``await store.load()`` yourself.)
     Records are written in the store's dtype (see :func:`encode_vector`); records of
     another dtype are converted on load, so a store can switch dtype in place. A record
-    of another dimension means the embedder changed and raises ValidationError at load;
+    of another dimension means the embedder changed and raises ValidationError at load (a
+    Memory switches embedders before it loads: :mod:`.space`);
     an unreadable record is skipped, logged and listed in ``corrupt_keys``.
 
     The KV store is the truth: ``upsert`` and ``delete`` write one atomic batch first and
     touch the in-memory matrix only once the batch has landed.
+
+    ``owner`` (given the store's ``meta:embedder`` record, whether these vectors are
+    still the store's: :mod:`.space`) is checked at load and by :meth:`check_owner`; once
+    it says no, the store is ``stale``: empty, and it reads no more records.
     """
 
     def __init__(
@@ -113,6 +118,7 @@ class KvVectorStore(InMemoryVectorStore):
         *,
         prefix: str = "vec:",
         capacity: int = 64,
+        owner: Callable[[bytes | None], bool] | None = None,
     ) -> None:
         super().__init__(dim, dtype, capacity=capacity)
         if not isinstance(prefix, str) or not prefix or len(prefix) >= MAX_KEY_CHARS:
@@ -122,6 +128,8 @@ class KvVectorStore(InMemoryVectorStore):
         self.corrupt_keys: list[str] = []
         self._loaded = False
         self._write_lock = asyncio.Lock()
+        self.owner = owner
+        self.stale = False
 
     @classmethod
     async def open(
@@ -131,8 +139,9 @@ class KvVectorStore(InMemoryVectorStore):
         dtype: DType = "int8",
         *,
         prefix: str = "vec:",
+        owner: Callable[[bytes | None], bool] | None = None,
     ) -> KvVectorStore:
-        store = cls(kv, dim, dtype, prefix=prefix)
+        store = cls(kv, dim, dtype, prefix=prefix, owner=owner)
         await store.load()
         return store
 
@@ -148,6 +157,9 @@ class KvVectorStore(InMemoryVectorStore):
         """Read every record under the prefix into memory (replacing what is there): the
         matrix of the index snapshot (:mod:`.snapshot`) and the records changed since, or
         else every record."""
+        if not await self.check_owner():
+            self._loaded = True
+            return
         if self.prefix == schema.VEC and await self._load_snapshot():
             return
         fresh = InMemoryVectorStore(self.dim, self.dtype)
@@ -165,6 +177,27 @@ class KvVectorStore(InMemoryVectorStore):
         self._adopt(fresh)
         self.corrupt_keys = corrupt
         self._loaded = True
+
+    async def check_owner(self) -> bool:
+        """Whether these vectors are still the store's (``owner`` reads ``meta:embedder``);
+        if not, empty the matrix and read no more records."""
+        if self.stale:
+            return False
+        if self.owner is None or self.owner(await self.kv.get(schema.META_EMBEDDER)):
+            return True
+        self.go_stale()
+        return False
+
+    def go_stale(self) -> None:
+        """The store switched to another embedder's vectors: hold none from now on."""
+        if not self.stale:
+            log.warning(
+                "the store's vectors are now another embedder's: this instance writes no "
+                "vectors and ranks by BM25 alone until it is opened with that embedder"
+            )
+        self.stale = True
+        self._adopt(InMemoryVectorStore(self.dim, self.dtype))
+        self.corrupt_keys = []
 
     def _adopt(self, fresh: InMemoryVectorStore) -> None:
         """Take over the matrix and columns of ``fresh`` (same dim and dtype)."""
@@ -362,6 +395,8 @@ class KvVectorStore(InMemoryVectorStore):
         """Re-read the records of ``ids`` from the KV store into memory (another writer
         changed them): present ones replace the row, absent ones drop it."""
         self._check_loaded()
+        if self.stale:
+            return
         ids = list(dict.fromkeys(ids))
         for start in range(0, len(ids), LOAD_CHUNK):
             chunk = ids[start : start + LOAD_CHUNK]

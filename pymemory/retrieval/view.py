@@ -203,7 +203,9 @@ class StoreView:
         items the view held that are gone from the store (or unreadable) now."""
         dropped = 0
         mem, arc, vec = [], [], []
+        switched = False  # another instance switched the store's embedder (space.py)?
         for key in keys:
+            switched = switched or key == schema.META_EMBEDDER
             for prefix, into in ((schema.MEM, mem), (schema.ARC, arc), (schema.VEC, vec)):
                 if key.startswith(prefix):
                     into.append(key[len(prefix) :])
@@ -234,6 +236,8 @@ class StoreView:
                     self.archived.discard(item_id)
                 else:
                     self.archived.add(item_id)
+        if vectors is not None and switched:
+            await vectors.check_owner()
         if vec and vectors is not None:
             try:
                 await vectors.reload(vec)

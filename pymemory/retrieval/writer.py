@@ -169,10 +169,13 @@ class StoreWriter:
         return item is not None
 
     async def commit_vectors(self, item_ids: Sequence[str], fn: Transaction) -> Any:
-        """Vector records (``vec:``), decided by ``fn`` over the items' stored records (an
-        item gone or changed meanwhile gets none); ``fn``'s result. The caller holds the
-        lock and applies the result to its vector index."""
-        return await self._commit([schema.mem_key(i) for i in item_ids], fn)
+        """Vector records (``vec:``, and ``meta:embedder``), decided by ``fn`` over the
+        stored ``meta:embedder`` record (``values[0]``: whose vectors the store holds,
+        :mod:`.space`) and the items' records (an item gone or changed meanwhile gets
+        none); ``fn``'s result. The caller holds the lock and applies the result to its
+        vector index."""
+        keys = [schema.META_EMBEDDER, *(schema.mem_key(i) for i in item_ids)]
+        return await self._commit(keys, fn)
 
     # --- batches: forget, clear, import --------------------------------------------------
 

@@ -6,6 +6,8 @@
     mem:<id>         a MemoryItem as canonical JSON (with its ``version`` when above 1)
     arc:<id>         an ArchivedItem (id, type, timestamp, content)
     vec:<id>         the item's embedding (retrieval/vectors_kv.py)
+    meta:embedder    {"name": N, "dim": D}: the embedder the vec: records come from
+                     (retrieval/space.py); like them device-local: never synced or exported
     hst:<id>:<ver>   a version of the item that update() replaced (history.py)
     hst:<id>:<ver>~<tag>   a version that lost a sync conflict (``tag``: a digest of it)
     snap:...         a snapshot of one instance's in-memory indexes (retrieval/snapshot.py):
@@ -39,6 +41,7 @@ from .base import Writes
 
 SCHEMA_VERSION = 3
 META_SCHEMA = "meta:schema"
+META_EMBEDDER = "meta:embedder"
 MEM = "mem:"
 ARC = "arc:"
 VEC = "vec:"

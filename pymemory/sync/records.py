@@ -37,7 +37,7 @@ STORE_DOC = "pymemory"  # the hub's store record: {"encrypted": bool, "schema": 
 HUB_FORMAT = 1
 KEY_RECORD = "meta:enc"
 #: Prefixes whose records travel (the key record ``meta:enc`` too). Not: ``chg:`` (the
-#: local change log), ``meta:seq``, ``vec:`` (re-embedded on each
+#: local change log), ``meta:seq``, ``vec:`` and ``meta:embedder`` (re-embedded on each
 #: device), ``snap:`` (index snapshots), ``sync:`` (this replicator's own state).
 TRAVEL_PREFIXES = ("mem:", "arc:", "hst:", "obs:", "blk:", "ns:", "ckpt:", "fs:", "mt:", "lg:")
 #: Prefixes every Memory write logs in the change log: found through it between rounds.

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pymemory.browser.rpc import RpcApi
-from pymemory.storage import MapKv
+from pymemory.storage import MapKv, SqliteKv
 
 
 @pytest.fixture
@@ -105,9 +105,28 @@ async def test_load_models_hashing_embedder_turns_on_hybrid(api):
     got = await ok(api, "retrieve", {"query": "bike shed", "trace": True})
     assert got["mode"] == "hybrid" and got["memories"][0]["dense"] > 0
     await ok(api, "loadModels", {"embedder": "hashing"})  # idempotent
-    for bad in ({"embedder": "bert"}, {"embedder": 1}):
+    bad_hashing = ({"seed": "7"}, {"seed": True}, {"depth": 2}, [7])
+    for bad in ({"embedder": "bert"}, {"embedder": 1}, *({"embedder": "hashing", "hashing": h}
+                                                          for h in bad_hashing)):  # fmt: skip
         answer = await call(api, "loadModels", bad)
         assert answer["error"]["code"] == "invalid_input"
+
+
+async def test_load_models_with_other_hashing_options_re_embeds_the_store(tmp_path):
+    api = RpcApi(lambda name: SqliteKv.open(tmp_path / f"{name}.db"), feedback_flush_s=3600)
+    await ok(api, "addMany", {"entries": [{"text": f"note {i}"} for i in range(5)]})
+    first = await ok(api, "loadModels", {"embedder": "hashing"})
+    assert first["embedding"]["items"] == 5
+    await ok(api, "modelsIdle")
+    await ok(api, "close")
+    await ok(api, "open")
+    loaded = await ok(api, "loadModels", {"embedder": "hashing", "hashing": {"seed": 7}})
+    assert loaded["embedder"]["name"].endswith("-s7")
+    assert loaded["embedding"] == {"model": loaded["embedder"]["name"], "embedded": 0, "items": 5}
+    assert (await ok(api, "modelsIdle"))["embedded"] == 5
+    stats = await ok(api, "stats")
+    assert stats["embedding"] == {"model": loaded["embedder"]["name"], "embedded": 5, "items": 5}
+    await api.close_all()
 
 
 async def test_retrieve_condenses_to_fit_unless_told_not_to(api):

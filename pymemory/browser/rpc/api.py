@@ -416,21 +416,34 @@ class RpcApi:
         """Load the local models and attach them to this database's Memory: ``embedder``
         (``true``: MiniLM, dense + hybrid retrieval; ``"hashing"``: the model-free
         :class:`~pymemory.models.embedding.HashingEmbedder`, a lexical baseline for tests and
-        benchmarks) and ``summarizer`` (SmolLM2: Encoder stage 2). Idempotent. Returns
-        what is attached and how long loading took."""
+        benchmarks; ``hashing: {dim, seed}`` sets its options) and ``summarizer`` (SmolLM2:
+        Encoder stage 2). Idempotent. Returns what is attached, how long loading took and
+        ``embedding``: background embedding's progress (a store that held another
+        embedder's vectors is embedded again: docs/models.md)."""
         kind = p.get("embedder", False)
         if kind not in (True, False, "hashing"):
             raise ValidationError('embedder must be true, false or "hashing"')
+        hashing = p.get("hashing", {})
+        if (
+            not isinstance(hashing, dict)
+            or not set(hashing) <= {"dim", "seed"}
+            or not all(type(v) is int for v in hashing.values())
+        ):
+            raise ValidationError("hashing must be an object of ints: dim and seed (optional)")
         memory = await self.memory(db)
         out: dict[str, Any] = {}
         if kind:
             t0 = time.perf_counter()
-            embedder = HashingEmbedder() if kind == "hashing" else await self.embedder()
+            if kind == "hashing":
+                embedder = HashingEmbedder(**hashing)
+            else:
+                embedder = await self.embedder()
             if memory.embedder is None:
                 await memory.attach_embedder(embedder)
             elif memory.embedder.name != embedder.name:
                 raise ValidationError(f"{memory.embedder.name} is already attached")
             out["embedder"] = {"name": embedder.name, "loadMs": _ms(t0)}
+            out["embedding"] = (await memory.stats())["embedding"]
         if p.get("summarizer", False):
             t0 = time.perf_counter()
             refiner = await self.refiner()

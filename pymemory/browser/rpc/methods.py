@@ -79,7 +79,7 @@ CORE_METHODS: dict[str, Method] = {
     "importJsonl": _method(
         "text onConflict chunkSize", "text", mutates=True, max_chars=MAX_IMPORT_CHARS, progress=True
     ),
-    "loadModels": _method("embedder summarizer"),
+    "loadModels": _method("embedder summarizer hashing"),
     "modelsIdle": _method(),
     "embed": _method("texts inputIds raw"),
     "runKvConformance": _method(),
