@@ -1,5 +1,7 @@
 """Shared test helpers: a settable clock, time constants, memories on one SQLite file."""
 
+import datetime as dt
+
 from pymemory import Memory
 from pymemory.storage import SqliteKv
 
@@ -30,3 +32,11 @@ async def close(*memories: Memory) -> None:
     for m in memories:
         await m.close()
         await m.kv.close()
+
+
+def window_days(window: tuple[int, int] | None) -> tuple[str, str] | None:
+    """A time window (epoch ms) as its first and last UTC dates, ISO."""
+    if window is None:
+        return None
+    first, last = (dt.datetime.fromtimestamp(t / 1000, tz=dt.UTC).date() for t in window)
+    return first.isoformat(), last.isoformat()

@@ -15,7 +15,7 @@ import datetime as dt
 
 import numpy as np
 import pytest
-from helpers import DAY, HOUR, Clock
+from helpers import DAY, HOUR, Clock, window_days
 
 from pymemory import Memory
 from pymemory.evals.harness import evaluate, load, make_retriever
@@ -201,13 +201,6 @@ async def _background():
     return mem
 
 
-def _days(window):
-    if window is None:
-        return None
-    first, last = (dt.datetime.fromtimestamp(t / 1000, tz=dt.UTC).date() for t in window)
-    return first.isoformat(), last.isoformat()
-
-
 @pytest.mark.parametrize(
     "query, days",
     [
@@ -243,7 +236,7 @@ def _days(window):
     ],
 )
 def test_cjk_time_words(query, days):
-    assert _days(query_window(query, NOW)) == days
+    assert window_days(query_window(query, NOW)) == days
 
 
 async def test_last_week_ranks_the_memory_from_last_week_first():
@@ -253,7 +246,7 @@ async def test_last_week_ranks_the_memory_from_last_week_first():
     await mem.add("中午和小陈一起吃饭，吃的麻辣烫。", timestamp=NOW - 2 * DAY)
     await mem.add("和表姐一起吃饭，她下个月结婚。", timestamp=NOW - 40 * DAY)
     r = await mem.retrieve("上周我和谁吃过饭？", trace=True)
-    assert r.window is not None and _days(r.window) == ("2026-11-23", "2026-11-29")
+    assert r.window is not None and window_days(r.window) == ("2026-11-23", "2026-11-29")
     assert r.items[0].id == last_week.id
     assert {c.id: c.time_match for c in r.trace}[last_week.id] == 1.5
     await mem.close()

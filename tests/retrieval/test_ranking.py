@@ -9,7 +9,7 @@ import asyncio
 import datetime as dt
 
 import pytest
-from helpers import DAY, HOUR, Clock
+from helpers import DAY, HOUR, Clock, window_days
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -290,13 +290,6 @@ async def test_the_speaker_is_indexed_with_the_turn():
 NOW = int(dt.datetime(2026, 3, 4, 12, tzinfo=dt.UTC).timestamp() * 1000)
 
 
-def _days(window):
-    if window is None:
-        return None
-    first, last = (dt.datetime.fromtimestamp(t / 1000, tz=dt.UTC).date() for t in window)
-    return first.isoformat(), last.isoformat()
-
-
 @pytest.mark.parametrize(
     "query, days",
     [
@@ -325,7 +318,7 @@ def _days(window):
     ],
 )
 def test_query_windows(query, days):
-    assert _days(query_window(query, NOW)) == days
+    assert window_days(query_window(query, NOW)) == days
 
 
 async def test_a_time_phrase_lifts_memories_from_that_span():
