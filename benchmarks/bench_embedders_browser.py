@@ -41,9 +41,9 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 from pymemory.evals.locomo import locomo_suite  # noqa: E402
 from pymemory.models.local import find_model_dir  # noqa: E402
 from pymemory.models.tokenizers import load_tokenizer  # noqa: E402
+from pymemory.models.tokenizers.unigram import UnigramTokenizer  # noqa: E402
 from tools import server  # noqa: E402
 from tools.convert_embedder import CHECK_SENTENCES  # noqa: E402
-from tools.unigram_tokenizer import UnigramTokenizer  # noqa: E402
 
 WORKER = """
 import * as ort from "/onnxruntime-web/dist/ort.wasm.min.mjs";

@@ -64,6 +64,7 @@ from pymemory.models.local import find_model_dir  # noqa: E402
 from pymemory.models.minilm import MiniLmEmbedder  # noqa: E402
 from pymemory.models.ort import OrtRuntime  # noqa: E402
 from pymemory.models.tokenizers import load_tokenizer  # noqa: E402
+from pymemory.models.tokenizers.unigram import UnigramTokenizer  # noqa: E402
 from pymemory.retrieval.plan import compile_strategy  # noqa: E402
 from pymemory.retrieval.strategies import (  # noqa: E402
     DEFAULT_STRATEGY,
@@ -72,7 +73,6 @@ from pymemory.retrieval.strategies import (  # noqa: E402
     FUSION_LEXICAL,
 )
 from tools.convert_embedder import CHECK_SENTENCES  # noqa: E402
-from tools.unigram_tokenizer import UnigramTokenizer  # noqa: E402
 
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
 CANDIDATES = ROOT / ".cache" / "embedders"

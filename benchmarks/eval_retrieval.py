@@ -58,6 +58,7 @@ ABSTENTION = ("chinese-abstention", "english-abstention")
 K = 20
 PREVIOUS = fusion(method="score", lexical=1.0, dense=1.0, context=())
 NO_FLOOR = relevance_floor(0, 0)
+WITH_BM25 = True
 
 
 class BigramBm25:
@@ -107,6 +108,8 @@ async def run(suite: Suite, embedder, *, chinese: bool = False) -> list[Report]:
     reports = []
     loaded = await load(suite, None)
     try:
+        if not WITH_BM25:
+            return await run_embedded(suite, embedder, reports)
         reports.append(await evaluate(loaded, lambda m: make_retriever("bm25", m), k=K))
         off = await evaluate(loaded, lambda m: make_retriever("bm25", m, strategy=NO_FLOOR), k=K)
         reports.append(replace(off, retriever="bm25-nofloor"))
@@ -120,6 +123,10 @@ async def run(suite: Suite, embedder, *, chinese: bool = False) -> list[Report]:
             reports.append(await evaluate(loaded, bigram, k=K))
     finally:
         await loaded.close()
+    return await run_embedded(suite, embedder, reports)
+
+
+async def run_embedded(suite: Suite, embedder, reports: list[Report]) -> list[Report]:
     loaded = await load(suite, embedder)
     try:
         for name in ("dense", "hybrid"):
@@ -178,8 +185,17 @@ async def main() -> None:
     ap.add_argument("--suites", nargs="*", default=[CHINESE, *ABSTENTION, *SHIPPED])
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--embedder", default="minilm", help="minilm or multilingual-e5-small")
+    ap.add_argument(
+        "--similarity-baseline", type=float, help="override the embedder's (calibration runs)"
+    )
+    ap.add_argument("--no-bm25", action="store_true", help="only the embedder's retrievers")
     a = ap.parse_args()
-    embedder = await load_embedder("minilm")
+    embedder = await load_embedder(a.embedder)
+    if a.similarity_baseline is not None:
+        embedder.similarity_baseline = a.similarity_baseline
+    global WITH_BM25
+    WITH_BM25 = not a.no_bm25
     table: list[dict] = []
     if a.locomo.is_file():
         suite = locomo_suite(a.locomo)

@@ -5,7 +5,7 @@ from helpers import Clock
 from sync_hub import hub, hub_root  # noqa: F401  (the sync hub's fixtures)
 
 from pymemory import Memory
-from pymemory.models import find_model_dir, load_minilm
+from pymemory.models import find_model_dir, load_minilm, load_multilingual_e5
 from pymemory.storage import MapKv
 
 
@@ -21,6 +21,15 @@ def minilm():
     if model_dir is None:
         pytest.fail("MiniLM is not built: run python3 build.py setup", pytrace=False)
     return asyncio.run(load_minilm(model_dir=model_dir))
+
+
+@pytest.fixture(scope="session")
+def e5():
+    """The real multilingual-e5-small (``.cache/models/multilingual-e5-small``), loaded once."""
+    model_dir = find_model_dir("multilingual-e5-small")
+    if model_dir is None:
+        pytest.fail("multilingual-e5-small is not built: run python3 build.py setup", pytrace=False)
+    return asyncio.run(load_multilingual_e5(model_dir=model_dir))
 
 
 @pytest.fixture

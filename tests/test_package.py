@@ -115,9 +115,10 @@ def test_fresh_venv_fetches_minilm_and_finds_models_and_ranks(venv):
     assert "minilm   already there" in again.stdout
 
     status = json.loads(venv.run("pymemory", "models", "--json").stdout)
-    minilm, smollm2 = status["models"]
+    minilm, smollm2, e5 = status["models"]
     assert (minilm["ready"], minilm["dir"]) == (True, str(venv.models / "minilm"))
     assert (smollm2["ready"], smollm2["problems"]) == (False, ["not found"])
+    assert (e5["ready"], e5["problems"]) == (False, ["not found"])  # built in a checkout only
     assert status["token_counter"] == "o200k_base"
     assert Path(status["o200k_ranks"]).is_relative_to(venv.root / "venv")
 

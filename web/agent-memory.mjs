@@ -13,8 +13,10 @@ import {
   CONNECTION_OPTIONS,
   checkOptions,
   DEFAULT_BOOT_TIMEOUT_MS,
+  EMBEDDERS,
   encryptionUnlock,
   MODELS,
+  modelRequest,
   resolveAssets,
   STORE_OPTIONS,
   syncOptions,
@@ -26,6 +28,7 @@ export {
   ASSET_DEFAULTS,
   connection,
   DEFAULT_BOOT_TIMEOUT_MS,
+  EMBEDDERS,
   ERROR_CODES,
   MemoryError,
   MODELS,
@@ -126,8 +129,9 @@ export function createAgentMemory(options = {}) {
   if (persist) conn.persist().catch(() => {});
   // Local models load after the store opens; until then retrieval is BM25 only and new
   // items keep their rule summaries. Progress shows in status.models.
-  const modelsLoaded = models?.length
-    ? opened.then(() => conn.loadModels(dbName, models, unlock))
+  const asked = modelRequest(models);
+  const modelsLoaded = Object.keys(asked).length
+    ? opened.then(() => conn.loadModels(dbName, asked, unlock))
     : Promise.resolve({});
   modelsLoaded.catch(() => {});
 

@@ -11,6 +11,7 @@ import {
   CONNECTION_OPTIONS,
   checkOptions,
   DEFAULT_BOOT_TIMEOUT_MS,
+  modelRequest,
   resolveAssets,
 } from "./options.mjs";
 import { encodeParams } from "./protocol.mjs";
@@ -142,14 +143,16 @@ export class Connection {
     return this._persisting;
   }
 
-  /** Attach local `models` (["embedder", "summarizer"]) to database `dbName`; their state
-   * shows in status.models. */
+  /** Attach local `models` (the `models` option: ["embedder", "summarizer"] or
+   * { embedder: "multilingual-e5-small", ... }) to database `dbName`; their state shows in
+   * status.models. */
   async loadModels(dbName, models, unlock) {
-    const want = Object.fromEntries(models.map((m) => [m, true]));
+    const want = modelRequest(models);
+    const kinds = Object.keys(want);
     const mark = (state, extra = {}) =>
       this._setStatus({
         ...this.status,
-        models: { ...this.status.models, ...Object.fromEntries(models.map((m) => [m, state])), ...extra },
+        models: { ...this.status.models, ...Object.fromEntries(kinds.map((m) => [m, state])), ...extra },
       });
     mark("loading");
     try {

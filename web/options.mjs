@@ -97,8 +97,34 @@ export const CONNECTION_DEFAULTS = Object.freeze({
   storageReserveBytes: 32 * 1024 * 1024,
 });
 
-/** Local models a client can ask for: MiniLM embeddings, the SmolLM2 summarizer. */
+/** Local models a client can ask for: an embedder, the SmolLM2 summarizer. */
 export const MODELS = Object.freeze(["embedder", "summarizer"]);
+/** The local embedders by name (Python's pymemory.models.LOCAL_EMBEDDERS; docs/models.md):
+ * all-MiniLM-L6-v2 (English, the default) and multilingual-e5-small (Chinese, Japanese,
+ * Korean and Latin-script languages). */
+export const EMBEDDERS = Object.freeze(["minilm", "multilingual-e5-small"]);
+
+const modelsOption = (v) => {
+  const expected = `an array of ${MODELS.map((m) => `"${m}"`).join(", ")}, or an object { embedder, summarizer }`;
+  if (Array.isArray(v)) return v.every((m) => MODELS.includes(m)) || expected;
+  if (v === null || typeof v !== "object") return expected;
+  const unknown = Object.keys(v).find((k) => !MODELS.includes(k));
+  if (unknown !== undefined) return `${expected} (not ${JSON.stringify(unknown)})`;
+  if (v.embedder !== undefined && ![true, false, ...EMBEDDERS].includes(v.embedder))
+    return `an object whose embedder is true, false or one of ${EMBEDDERS.map((m) => `"${m}"`).join(", ")}`;
+  if (v.summarizer !== undefined && typeof v.summarizer !== "boolean") return "an object whose summarizer is a boolean";
+  return true;
+};
+
+/** The `models` option as what the worker's loadModels takes: { embedder?: name,
+ * summarizer?: true } (["embedder"] and { embedder: true } ask for "minilm"). */
+export function modelRequest(models) {
+  const asked = Array.isArray(models) ? Object.fromEntries(models.map((m) => [m, true])) : { ...(models ?? {}) };
+  const out = {};
+  if (asked.embedder) out.embedder = asked.embedder === true ? "minilm" : asked.embedder;
+  if (asked.summarizer) out.summarizer = true;
+  return out;
+}
 
 // Python's item.SCOPE_RE (dbName below: as the worker's JSON API takes it).
 const SCOPE_RE = /^[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}$/;
@@ -118,9 +144,7 @@ export const CLIENT_OPTIONS = Object.freeze({
     (v) => (Array.isArray(v) && v.every((t) => typeof t === "string" && t !== "")) || "an array of non-empty strings",
   ),
   custom: optionChecks.nullOr(isObject),
-  models: optionChecks.nullOr(
-    (v) => (Array.isArray(v) && v.every((m) => MODELS.includes(m))) || `an array of ${MODELS.map((m) => `"${m}"`).join(", ")}`,
-  ),
+  models: optionChecks.nullOr(modelsOption),
   encryption: () => true,
   sync: () => true, // checked by syncOptions below
   persist: optionChecks.boolean,

@@ -10,7 +10,9 @@ import {
   CONNECTION_OPTIONS,
   checkOptions,
   distance,
+  EMBEDDERS,
   encryptionUnlock,
+  modelRequest,
   resolveAssets,
   STORE_OPTIONS,
 } from "./options.mjs";
@@ -29,7 +31,7 @@ test("a value of the wrong type or range names the option and what it must be", 
   rejects(() => checkOptions({ bootTimeoutMs: 0 }, CONNECTION_OPTIONS), "invalid_input", /bootTimeoutMs must be a whole number from 1 to 2147483647, not 0/);
   rejects(() => checkOptions({ tabs: "mine" }, CONNECTION_OPTIONS), "invalid_input", /tabs must be one of "shared", "own", not "mine"/);
   rejects(() => checkOptions({ scope: "-x" }, CLIENT_OPTIONS), "invalid_input", /option scope must be a string of 1 to 128/);
-  rejects(() => checkOptions({ models: ["gpt"] }, CLIENT_OPTIONS), "invalid_input", /models must be an array of "embedder", "summarizer", not an array/);
+  rejects(() => checkOptions({ models: ["gpt"] }, CLIENT_OPTIONS), "invalid_input", /models must be an array of "embedder", "summarizer", or an object \{ embedder, summarizer \}, not an array/);
   rejects(() => checkOptions({ limit: 1.5 }, STORE_OPTIONS), "invalid_input", /limit must be a whole number from 1 to 100000, not 1.5/);
   rejects(() => checkOptions([], CLIENT_OPTIONS), "invalid_input", /options must be an object, not an array/);
   rejects(() => checkOptions({ dbName: "x".repeat(50) }, { dbName: () => "short" }), "invalid_input", /"x{40}\.\.\."/);
@@ -78,6 +80,19 @@ test("encryption: a CryptoKey must be AES-GCM 256 for encrypt and decrypt", asyn
   rejects(() => encryptionUnlock({ key: short }), "invalid_input", /AES-GCM key of 256 bits/);
   const oneWay = await crypto.subtle.generateKey({ name: "AES-GCM", length: 256 }, false, ["encrypt"]);
   rejects(() => encryptionUnlock({ key: oneWay }), "invalid_input", /allow "encrypt" and "decrypt"/);
+});
+
+test("models: an array of kinds or an object naming the embedder; what loadModels is asked", () => {
+  checkOptions({ models: { embedder: "multilingual-e5-small", summarizer: false } }, CLIENT_OPTIONS);
+  checkOptions({ models: { embedder: true } }, CLIENT_OPTIONS);
+  rejects(() => checkOptions({ models: { embedder: "bge" } }, CLIENT_OPTIONS), "invalid_input", /embedder is true, false or one of "minilm", "multilingual-e5-small"/);
+  rejects(() => checkOptions({ models: { embeder: "minilm" } }, CLIENT_OPTIONS), "invalid_input", /\(not "embeder"\)/);
+  rejects(() => checkOptions({ models: { summarizer: "yes" } }, CLIENT_OPTIONS), "invalid_input", /summarizer is a boolean/);
+  assert.deepEqual(EMBEDDERS, ["minilm", "multilingual-e5-small"]);
+  assert.deepEqual(modelRequest(["embedder", "summarizer"]), { embedder: "minilm", summarizer: true });
+  assert.deepEqual(modelRequest({ embedder: "multilingual-e5-small" }), { embedder: "multilingual-e5-small" });
+  assert.deepEqual(modelRequest({ embedder: false, summarizer: true }), { summarizer: true });
+  assert.deepEqual(modelRequest(null), {});
 });
 
 test("distance is the edit distance", () => {

@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ValidationError, shown
 from ..memory import Memory
-from ..models.embedding import Embedder, check_embeddings
+from ..models.embedding import Embedder, check_embeddings, embed_queries
 from ..retrieval.strategies import Strategy
 from ..retrieval.vectors import VectorStore
 
@@ -103,7 +103,9 @@ class DenseRetriever:
 
     async def search_scored(self, query: str, k: int, now_ms: int) -> list[tuple[str, float]]:
         k = _check_k(k)
-        vector = check_embeddings(await self.embedder.embed([query]), 1, self.embedder.dim)[0]
+        vector = check_embeddings(
+            await embed_queries(self.embedder, [query]), 1, self.embedder.dim
+        )[0]
         return self.store.search(vector, k, self.allowed_ids)
 
     async def search(self, query: str, k: int, now_ms: int) -> list[str]:

@@ -41,7 +41,9 @@ __all__ = [
     "Embedder",
     "EmbedderUnavailableError",
     "HashingEmbedder",
+    "calibrated",
     "check_embeddings",
+    "embed_queries",
     "load_embedder",
 ]
 
@@ -56,6 +58,9 @@ class Embedder(Protocol):
     """Length of every vector."""
     # Optional: ``multilingual = False`` says the model reads Latin-script text only;
     # retrieval then ranks queries in other scripts by BM25 alone (see :func:`reads`).
+    # ``embed_queries(texts)`` embeds questions where the model reads them differently
+    # from stored texts (:func:`embed_queries`); ``similarity_baseline`` is the cosine of
+    # unrelated texts (:func:`calibrated`).
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """A float32 array of shape ``(len(texts), dim)`` with L2-normalised rows."""
@@ -73,6 +78,25 @@ def reads(embedder: Embedder, text: str) -> bool:
         return True
     other = sum(1 for c in letters if ord(c) > 0x24F and not 0x1E00 <= ord(c) <= 0x1EFF)
     return other * 2 <= len(letters)
+
+
+async def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Vectors of ``texts`` as questions: the embedder's ``embed_queries`` when it has one
+    (the e5 family is trained with ``"query: "`` before a question), else ``embed``."""
+    own = getattr(embedder, "embed_queries", None)
+    return await (own(texts) if own is not None else embedder.embed(texts))
+
+
+def calibrated(embedder: Embedder, cosine: np.ndarray) -> np.ndarray:
+    """Cosines on one scale whatever the model: ``(cos - b) / (1 - b)``, where ``b`` is
+    the embedder's ``similarity_baseline`` (absent: 0), about the cosine of unrelated
+    texts. MiniLM's unrelated texts are near 0; e5's cosines all fall in about 0.7-0.95, so
+    without this its unrelated texts would pass every floor chosen for MiniLM.
+    Monotone: no order changes."""
+    b = float(getattr(embedder, "similarity_baseline", 0.0) or 0.0)
+    if b == 0.0:
+        return cosine
+    return (cosine - b) / (1.0 - b)
 
 
 class EmbedderUnavailableError(PymemoryError):
@@ -209,11 +233,13 @@ class HashingEmbedder:
 EMBEDDERS: dict[str, tuple[str, str]] = {
     "hashing": ("pymemory.models.embedding", "HashingEmbedder"),
     "minilm": ("pymemory.models", "load_minilm"),
+    "multilingual-e5-small": ("pymemory.models", "load_multilingual_e5"),
 }
 
 
 async def load_embedder(name: str, **options: Any) -> Embedder:
-    """The embedder called ``name`` (``"hashing"`` or ``"minilm"``), ready to use.
+    """The embedder called ``name`` (``"hashing"``, ``"minilm"`` or
+    ``"multilingual-e5-small"``), ready to use.
 
     Models are imported lazily: asking for ``"hashing"`` never touches onnxruntime.
     ``"minilm"`` is all-MiniLM-L6-v2 (int8 ONNX) from ``pymemory.models.load_minilm``; if

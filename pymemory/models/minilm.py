@@ -42,7 +42,10 @@ from .runtime import (
     yield_to_calls,
 )
 
-__all__ = ["MINILM_DEFAULTS", "MiniLmEmbedder", "find_model_dir", "load_minilm"]
+__all__ = [
+    "LOCAL_EMBEDDERS", "MINILM_DEFAULTS", "MiniLmEmbedder", "find_model_dir",
+    "load_local_embedder", "load_minilm", "load_multilingual_e5",
+]  # fmt: skip
 
 #: What ``config.json`` of the MiniLM build says; used where a key is missing.
 MINILM_DEFAULTS: dict[str, Any] = {
@@ -87,11 +90,14 @@ class MiniLmEmbedder:
     padding, if any, is switched off. Texts are embedded shortest first in batches of at
     most ``batch_size`` texts and ``max_batch_tokens`` padded token slots, so short texts
     go in large batches and long ones in small batches, with little padding either way
-    (the vectors do not depend on the batching). An English model: it reads Latin-script
-    text only (``multilingual = False``).
-    """
+    (the vectors do not depend on the batching).
 
-    multilingual = False
+    The same class runs every local encoder of this shape (:data:`LOCAL_EMBEDDERS`);
+    ``config.json`` says what differs: ``query_prefix`` / ``passage_prefix`` (the e5
+    family reads ``"query: "`` before a question and ``"passage: "`` before a stored
+    text), ``multilingual`` (MiniLM reads Latin-script text only) and
+    ``similarity_baseline`` (see :func:`~pymemory.models.embedding.calibrated`).
+    """
 
     def __init__(
         self,
@@ -133,6 +139,10 @@ class MiniLmEmbedder:
         self.output_name = str(outputs[0]["name"] if outputs else cfg["output"])
         self.model_url = _join(self.location, str(cfg["file"]))
         self.name = f"{cfg['model']}-{cfg['quantization']}-mean-l2-{self.max_length}"
+        self.query_prefix = str(cfg.get("query_prefix", ""))
+        self.passage_prefix = str(cfg.get("passage_prefix", ""))
+        self.multilingual = bool(cfg.get("multilingual", False))
+        self.similarity_baseline = float(cfg.get("similarity_baseline", 0.0))
         self.load_ms: float | None = None
         #: Measured ms per padded token slot of background batches (None: none timed yet).
         self.slot_ms: float | None = None
@@ -299,8 +309,18 @@ class MiniLmEmbedder:
         self.slot_ms = rate if self.slot_ms is None else 0.7 * self.slot_ms + 0.3 * rate
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """A float32 ``(len(texts), dim)`` array of unit rows."""
-        return await self.embed_ids(self.tokenize(texts))
+        """A float32 ``(len(texts), dim)`` array of unit rows, for texts to be found."""
+        return await self.embed_ids(self.tokenize(self._prefixed(self.passage_prefix, texts)))
+
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """As :meth:`embed`, for texts that look for others (questions)."""
+        return await self.embed_ids(self.tokenize(self._prefixed(self.query_prefix, texts)))
+
+    @staticmethod
+    def _prefixed(prefix: str, texts: Sequence[str]) -> Sequence[str]:
+        if not prefix or isinstance(texts, str):
+            return texts  # tokenize() refuses a bare str
+        return [prefix + t if isinstance(t, str) else t for t in texts]
 
 
 # --- loading ---------------------------------------------------------------------------
@@ -313,7 +333,40 @@ async def _read(runtime: Any, location: str) -> bytes:
     return await asyncio.to_thread(Path(location).read_bytes)
 
 
+#: The local encoders a user can name (the JS ``models`` option, ``load_embedder``, the
+#: CLI's ``--embedder``), each in the models folder under its name, and what this library
+#: knows of it beyond its ``config.json`` (chosen by measurement: docs/models.md).
+LOCAL_EMBEDDERS: dict[str, dict[str, Any]] = {
+    "minilm": {"label": "all-MiniLM-L6-v2 embedder", "multilingual": False},
+    "multilingual-e5-small": {
+        "label": "multilingual-e5-small embedder",
+        "multilingual": True,
+        "similarity_baseline": 0.7,
+    },
+}
+
+
 async def load_minilm(
+    runtime: InferenceRuntime | None = None,
+    model_dir: str | os.PathLike[str] | None = None,
+    **options: Any,
+) -> MiniLmEmbedder:
+    """all-MiniLM-L6-v2 (English): :func:`load_local_embedder` ``("minilm", ...)``."""
+    return await load_local_embedder("minilm", runtime, model_dir, **options)
+
+
+async def load_multilingual_e5(
+    runtime: InferenceRuntime | None = None,
+    model_dir: str | os.PathLike[str] | None = None,
+    **options: Any,
+) -> MiniLmEmbedder:
+    """multilingual-e5-small (reads Chinese, Japanese, Korean and Latin-script languages):
+    :func:`load_local_embedder` ``("multilingual-e5-small", ...)``."""
+    return await load_local_embedder("multilingual-e5-small", runtime, model_dir, **options)
+
+
+async def load_local_embedder(
+    name: str = "minilm",
     runtime: InferenceRuntime | None = None,
     model_dir: str | os.PathLike[str] | None = None,
     *,
@@ -323,7 +376,7 @@ async def load_minilm(
     intra_op_threads: int | None = None,
     preload: bool = True,
 ) -> MiniLmEmbedder:
-    """A ready :class:`MiniLmEmbedder`.
+    """The local encoder ``name`` (a key of :data:`LOCAL_EMBEDDERS`), ready.
 
     In CPython the defaults do: ``runtime`` is a new ``OrtRuntime(intra_op_threads=...)``
     and ``model_dir`` is found by :func:`find_model_dir`. In the browser pass the
@@ -331,14 +384,19 @@ async def load_minilm(
     are read through the runtime (``runtime.read_bytes``, when it has one) and the model
     session is created now unless ``preload`` is false.
     """
+    known = LOCAL_EMBEDDERS.get(name)
+    if known is None:
+        raise EmbedderUnavailableError(
+            f"no local embedder {name!r}; choose one of {', '.join(LOCAL_EMBEDDERS)}"
+        )
     if runtime is None:
         from .ort import OrtRuntime
 
         runtime = OrtRuntime(intra_op_threads=intra_op_threads)
     if model_dir is None:
-        found = find_model_dir("minilm")
+        found = find_model_dir(name)
         if found is None:
-            raise EmbedderUnavailableError(missing_model_message("minilm", "MiniLM embedder"))
+            raise EmbedderUnavailableError(missing_model_message(name, known["label"]))
         model_dir = found
     location = os.fspath(model_dir)
     from .tokenizers import load_tokenizer
@@ -346,11 +404,12 @@ async def load_minilm(
     config = json.loads(await _read(runtime, _join(location, "config.json")))
     tokenizer_file = config.get("tokenizer", "tokenizer.json")
     tokenizer = load_tokenizer(json.loads(await _read(runtime, _join(location, tokenizer_file))))
+    facts = {k: v for k, v in known.items() if k != "label"}
     embedder = MiniLmEmbedder(
         runtime,
         location,
         tokenizer,
-        config=config,
+        config={**config, **facts},
         max_length=max_length,
         batch_size=batch_size,
         max_batch_tokens=max_batch_tokens,

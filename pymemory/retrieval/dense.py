@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..item import MemoryItem
-from ..models.embedding import Embedder
+from ..models.embedding import Embedder, calibrated, embed_queries
 from ..models.runtime import urgent, yield_to_calls
 from ..storage import Writes, changes, schema
 from . import space
@@ -190,7 +190,7 @@ class DenseIndex:
             return asyncio.ensure_future(self._embed_one(query))
 
     async def _embed_one(self, query: str) -> np.ndarray:
-        return (await self.embedder.embed([query]))[0]
+        return (await embed_queries(self.embedder, [query]))[0]
 
     async def candidates(
         self, embedding: asyncio.Task[np.ndarray] | None, depth: int
@@ -210,6 +210,7 @@ class DenseIndex:
             return None, (f"dense retrieval failed ({type(exc).__name__}); ranked by BM25",)
         catalog, vectors = self._catalog, self.vectors
         slot_of = catalog.slot_of
+        embedder = self.embedder
         hits = [(slot_of[i], s) for i, s in vectors.search(query_vec, depth) if i in slot_of]
         missing = max(0, len(catalog) - len(vectors))  # each vector: a live item
         notes = (f"{missing} item(s) not embedded yet: ranked by BM25 only",) if missing else ()
@@ -217,11 +218,11 @@ class DenseIndex:
         def cosine_of(slots: np.ndarray) -> np.ndarray:
             id_at = catalog.id_at  # one pass: vector rows of the slots' items, -1 for none
             rows = vectors.slots_of(id_at[s] for s in slots.tolist())
-            return vectors.scores(query_vec, rows).astype(np.float64)  # NaN where -1
+            return calibrated(embedder, vectors.scores(query_vec, rows).astype(np.float64))
 
         return DenseHits(
             np.array([h[0] for h in hits], dtype=np.int64),
-            np.array([h[1] for h in hits], dtype=np.float64),
+            calibrated(embedder, np.array([h[1] for h in hits], dtype=np.float64)),
             cosine_of,
         ), notes
 

@@ -31,6 +31,9 @@ from .writer import StoreWriter
 log = logging.getLogger("pymemory")
 
 KEY = schema.META_EMBEDDER
+#: Local models that shipped after the record existed: a store without a record never
+#: holds their vectors.
+SHIPPED_WITH_RECORD = ("multilingual-e5-small",)
 DROP_CHUNK = 1000  # vector records deleted per transaction during a switch
 
 
@@ -81,8 +84,10 @@ async def settle(writer: StoreWriter, embedder: Embedder) -> bool:
     vectors are deleted by then: every item needs embedding again).
 
     A store without a record (written by a pymemory before the record existed) adopts
-    ``embedder``: its vectors were made by the only model that pymemory shipped,
-    MiniLM, the default. Unless they are of another dim: then they are dropped."""
+    ``embedder``: its vectors were made by the only model that pymemory shipped then,
+    MiniLM, the default (or by the app's own embedder). Unless they are of another dim,
+    or ``embedder`` is a model that shipped later (:data:`SHIPPED_WITH_RECORD`): then
+    they are dropped."""
     kv = writer.kv
     while True:
         raw = await kv.get(KEY)
@@ -91,7 +96,8 @@ async def settle(writer: StoreWriter, embedder: Embedder) -> bool:
             return False
         if recorded is None and raw is None:
             dim = await _stored_dim(kv)
-            switch = dim is not None and dim != embedder.dim
+            later = embedder.name.startswith(SHIPPED_WITH_RECORD)
+            switch = dim is not None and (dim != embedder.dim or later)
         else:
             switch = True
         target = Space(embedder.name, embedder.dim, dropping=switch)

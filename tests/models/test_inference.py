@@ -229,7 +229,8 @@ async def test_load_minilm_defaults_and_missing_model(tmp_path, monkeypatch):
 
 
 async def test_rpc_embed_diagnostic(embedder):
-    async def factory():
+    async def factory(name):
+        assert name == "minilm"
         return embedder
 
     api = RpcApi(lambda name: _map_kv())
@@ -264,7 +265,7 @@ async def _map_kv():
 
 
 async def test_rpc_embed_reports_a_missing_model():
-    async def factory():
+    async def factory(name):
         raise FileNotFoundError("no ONNX model at /nowhere/model.onnx")
 
     api = RpcApi(lambda name: _map_kv())

@@ -37,7 +37,7 @@ def sha256(path: Path) -> str:
 
 def test_manifest_is_well_formed():
     data = manifest()
-    assert set(data["models"]) == {"minilm", "smollm2"}
+    assert set(data["models"]) == {"minilm", "smollm2", "multilingual-e5-small"}
     for name, spec in data["models"].items():
         for key in ("name", "role", "upstream", "licence", "dir", "verify", "sources"):
             assert spec.get(key), f"{name} has no {key}"

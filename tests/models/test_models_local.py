@@ -119,7 +119,7 @@ def test_cli_models_lists_and_fetches(elsewhere, monkeypatch, capsys):
     )
     assert main(["models"]) == 0
     out = capsys.readouterr().out
-    assert "minilm   not found  -" in out
+    assert "minilm                 not found  -" in out
     assert "token counter: o200k_base" in out
 
     assert main(["models", "fetch", "--downloads", str(DOWNLOADS)]) == 0
@@ -130,7 +130,7 @@ def test_cli_models_lists_and_fetches(elsewhere, monkeypatch, capsys):
 
     assert main(["--json", "models"]) == 0
     listed = json.loads(capsys.readouterr().out)
-    assert [m["ready"] for m in listed["models"]] == [True, False]
+    assert [m["ready"] for m in listed["models"]] == [True, False, False]
 
     assert main(["models", "fetch", "--dir", str(elsewhere / "other"), "--downloads",
                  str(DOWNLOADS)]) == 0  # fmt: skip

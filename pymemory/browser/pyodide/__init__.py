@@ -41,7 +41,7 @@ from .idb_kv import DEFAULT_RESERVE_BYTES, IDB_BRIDGE_FILE, IndexedDbKv, idb_bri
 from .ort_web import (
     OrtWebRuntime,
     OrtWebSession,
-    load_minilm_web,
+    load_embedder_web,
     load_smollm2_web,
     tensor_from_js,
     tensor_to_js,
@@ -152,7 +152,7 @@ def create_api(
     ort_bridge = getattr(bridge, "ort", None)  # the worker's ort-bridge.mjs, if it has one
     if ort_bridge is not None:
         runtime = OrtWebRuntime(ort_bridge)
-        api.embedder_factory = lambda: load_minilm_web(runtime)
+        api.embedder_factory = lambda name: load_embedder_web(runtime, name)
         api.refiner_factory = lambda: load_smollm2_web(runtime)
     return api
 
@@ -172,7 +172,7 @@ __all__ = [
     "crypto_bridge",
     "fetch_transport",
     "idb_bridge",
-    "load_minilm_web",
+    "load_embedder_web",
     "load_smollm2_web",
     "open_encrypted",
     "open_memory",

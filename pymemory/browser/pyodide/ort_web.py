@@ -146,11 +146,14 @@ class OrtWebRuntime:
         return res.bytes.to_bytes()
 
 
-async def load_minilm_web(runtime: OrtWebRuntime, model_url: str | None = None) -> Any:
-    """The MiniLM embedder on onnxruntime-web (the model folder defaults to /models/minilm/)."""
-    from ...models import load_minilm
+async def load_embedder_web(
+    runtime: OrtWebRuntime, name: str = "minilm", model_url: str | None = None
+) -> Any:
+    """The local embedder ``name`` (``"minilm"``, ``"multilingual-e5-small"``) on
+    onnxruntime-web, from the site's ``/models/<name>/`` unless ``model_url`` says."""
+    from ...models import load_local_embedder
 
-    return await load_minilm(runtime, model_url or runtime.models_url + "minilm/")
+    return await load_local_embedder(name, runtime, model_url or f"{runtime.models_url}{name}/")
 
 
 async def load_smollm2_web(runtime: OrtWebRuntime, model_url: str | None = None) -> Any:

@@ -59,9 +59,10 @@ _ENCRYPTED = (
 class RpcApi:
     """Memories by database name, opened on first use, behind one ``call`` entry point."""
 
-    #: Make the local models on first use (None: MiniLM / SmolLM2 on onnxruntime in
-    #: CPython; the browser sets factories over onnxruntime-web).
-    embedder_factory: Callable[[], Awaitable[Any]] | None = None
+    #: Make the local models on first use (None: the local models on onnxruntime in
+    #: CPython; the browser sets factories over onnxruntime-web). ``embedder_factory``
+    #: takes the embedder's name (a key of ``pymemory.models.LOCAL_EMBEDDERS``).
+    embedder_factory: Callable[[str], Awaitable[Any]] | None = None
     refiner_factory: Callable[[], Awaitable[Any]] | None = None
 
     #: Encrypted databases: ``locked_kv_factory(db, unlock)`` opens database ``db`` as an
@@ -80,7 +81,7 @@ class RpcApi:
         # db -> the ids of the Unlocks admitted to it; None: opened without a key
         self._unlocked: dict[str, set[str] | None] = {}
         self._opening: dict[str, asyncio.Lock] = {}
-        self._embedder: Any = None
+        self._embedders: dict[str, Any] = {}
         self._refiner: Any = None
         self._live: dict[tuple[str, str], Any] = {}  # (db, url) -> its LiveSync
 
@@ -380,21 +381,24 @@ class RpcApi:
             return None
         return await memory.syncs.status()
 
-    async def embedder(self) -> Any:
-        """The local embedding model, made on first use by ``embedder_factory``."""
-        if self._embedder is None:
-            factory = self.embedder_factory
-            if factory is None:
-                from ...models import load_minilm
+    async def embedder(self, name: str = "minilm") -> Any:
+        """The local embedding model ``name``, made on first use by ``embedder_factory``."""
+        from ...models import LOCAL_EMBEDDERS, load_local_embedder
 
-                factory = load_minilm
+        if name not in LOCAL_EMBEDDERS:
+            raise ValidationError(
+                f"no local embedder {name!r}; choose one of {', '.join(LOCAL_EMBEDDERS)}"
+            )
+        if name not in self._embedders:
+            factory = self.embedder_factory or load_local_embedder
             try:
-                made = await factory()
+                made = await factory(name)
             except (ImportError, OSError) as exc:
-                raise EmbedderUnavailableError(f"the local embedder cannot load: {exc}") from exc
-            if self._embedder is None:  # two first calls may race: keep the first one
-                self._embedder = made
-        return self._embedder
+                raise EmbedderUnavailableError(
+                    f"the local embedder {name} cannot load: {exc}"
+                ) from exc
+            self._embedders.setdefault(name, made)  # two first calls may race: keep one
+        return self._embedders[name]
 
     async def refiner(self) -> Any:
         """The local summarizer (Encoder stage 2), made on first use by ``refiner_factory``."""
@@ -414,15 +418,19 @@ class RpcApi:
 
     async def _m_loadModels(self, db: str, p: dict[str, Any]) -> dict[str, Any]:
         """Load the local models and attach them to this database's Memory: ``embedder``
-        (``true``: MiniLM, dense + hybrid retrieval; ``"hashing"``: the model-free
+        (``true`` or ``"minilm"``: all-MiniLM-L6-v2, English; ``"multilingual-e5-small"``:
+        reads Chinese, Japanese, Korean and Latin-script languages; ``"hashing"``: the model-free
         :class:`~pymemory.models.embedding.HashingEmbedder`, a lexical baseline for tests and
         benchmarks; ``hashing: {dim, seed}`` sets its options) and ``summarizer`` (SmolLM2:
         Encoder stage 2). Idempotent. Returns what is attached, how long loading took and
         ``embedding``: background embedding's progress (a store that held another
         embedder's vectors is embedded again: docs/models.md)."""
+        from ...models import LOCAL_EMBEDDERS
+
         kind = p.get("embedder", False)
-        if kind not in (True, False, "hashing"):
-            raise ValidationError('embedder must be true, false or "hashing"')
+        if kind not in (True, False, "hashing", *LOCAL_EMBEDDERS):
+            names = ", ".join(f'"{n}"' for n in ("hashing", *LOCAL_EMBEDDERS))
+            raise ValidationError(f"embedder must be true (minilm), false or one of {names}")
         hashing = p.get("hashing", {})
         if (
             not isinstance(hashing, dict)
@@ -437,7 +445,7 @@ class RpcApi:
             if kind == "hashing":
                 embedder = HashingEmbedder(**hashing)
             else:
-                embedder = await self.embedder()
+                embedder = await self.embedder("minilm" if kind is True else kind)
             if memory.embedder is None:
                 await memory.attach_embedder(embedder)
             elif memory.embedder.name != embedder.name:
@@ -466,10 +474,14 @@ class RpcApi:
     async def _m_embed(self, db: str, p: dict[str, Any]) -> dict[str, Any]:
         """Diagnostics: embed ``texts`` (or token ``inputIds``) with the local model.
         ``raw``: also return the model's ``last_hidden_state`` for the padded batch
-        (base64 of little-endian float32, with its shape). ``db`` is not used."""
+        (base64 of little-endian float32, with its shape); ``model``: which local embedder
+        (default ``"minilm"``). ``db`` is not used."""
         if ("texts" in p) == ("inputIds" in p):
             raise ValidationError("give either texts (strings) or inputIds (lists of ints)")
-        embedder = await self.embedder()
+        model = p.get("model", "minilm")
+        if not isinstance(model, str):
+            raise ValidationError("model must be a string")
+        embedder = await self.embedder(model)
         if not hasattr(embedder, "embed_ids"):  # not a tokenizer + model embedder
             texts = p.get("texts")
             if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):

