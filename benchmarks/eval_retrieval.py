@@ -5,6 +5,7 @@ through the public API (``Memory.retrieve`` with the documented defaults).
 Usage (from the repository root; ~10 minutes, most of it embedding with MiniLM)::
 
     python benchmarks/eval_retrieval.py [--locomo PATH] [--json out.json] [--markdown out.md]
+        [--embedder multilingual-e5-small] [--similarity-baseline B] [--no-bm25]
 
 ``--locomo`` defaults to ``../shared/data/locomo-dev/locomo-dev.json`` (LoCoMo's dev copy,
 CC BY-NC 4.0: read from there, never copied into the repository); where it is absent the

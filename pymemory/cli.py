@@ -198,8 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--embedder", default="minilm", metavar="NAME",
-        help="for dense and hybrid: minilm (the local model) or hashing (a model-free "
-        "lexical baseline); default: minilm",
+        help="for dense and hybrid: minilm or multilingual-e5-small (local models) or "
+        "hashing (a model-free lexical baseline); default: minilm",
     )  # fmt: skip
 
     p = command("models", cmd_models, "where the local models are; `models fetch` gets MiniLM")
