@@ -59,7 +59,6 @@ ABSTENTION = ("chinese-abstention", "english-abstention")
 K = 20
 PREVIOUS = fusion(method="score", lexical=1.0, dense=1.0, context=())
 NO_FLOOR = relevance_floor(0, 0)
-WITH_BM25 = True
 
 
 class BigramBm25:
@@ -105,11 +104,13 @@ class BigramBm25:
         return [i for i, _ in await self.search_scored(query, k, now_ms)]
 
 
-async def run(suite: Suite, embedder, *, chinese: bool = False) -> list[Report]:
+async def run(
+    suite: Suite, embedder, *, chinese: bool = False, with_bm25: bool = True
+) -> list[Report]:
     reports = []
     loaded = await load(suite, None)
     try:
-        if not WITH_BM25:
+        if not with_bm25:
             return await run_embedded(suite, embedder, reports)
         reports.append(await evaluate(loaded, lambda m: make_retriever("bm25", m), k=K))
         off = await evaluate(loaded, lambda m: make_retriever("bm25", m, strategy=NO_FLOOR), k=K)
@@ -195,18 +196,17 @@ async def main() -> None:
     embedder = await load_embedder(a.embedder)
     if a.similarity_baseline is not None:
         embedder.similarity_baseline = a.similarity_baseline
-    global WITH_BM25
-    WITH_BM25 = not a.no_bm25
     table: list[dict] = []
     if a.locomo.is_file():
         suite = locomo_suite(a.locomo)
-        table += rows("locomo-dev", await run(suite, embedder))
+        table += rows("locomo-dev", await run(suite, embedder, with_bm25=not a.no_bm25))
         print(markdown(table), flush=True)
     else:
         print(f"skipping LoCoMo: no file at {a.locomo} (see ../shared/data/README.md)", flush=True)
     for name in a.suites:
         suite = load_suite(name)
-        part = rows(name, await run(suite, embedder, chinese=name.startswith("chinese-")))
+        chinese = name.startswith("chinese-")
+        part = rows(name, await run(suite, embedder, chinese=chinese, with_bm25=not a.no_bm25))
         table += part
         print(markdown(part), flush=True)
     if a.json:

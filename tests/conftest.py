@@ -14,22 +14,23 @@ def clock():
     return Clock()
 
 
+def _local_model(name: str, loader):
+    model_dir = find_model_dir(name)
+    if model_dir is None:
+        pytest.fail(f"{name} is not built: run python3 build.py setup", pytrace=False)
+    return asyncio.run(loader(model_dir=model_dir))
+
+
 @pytest.fixture(scope="session")
 def minilm():
     """The real MiniLM embedder (``.cache/models/minilm``), loaded once for the session."""
-    model_dir = find_model_dir("minilm")
-    if model_dir is None:
-        pytest.fail("MiniLM is not built: run python3 build.py setup", pytrace=False)
-    return asyncio.run(load_minilm(model_dir=model_dir))
+    return _local_model("minilm", load_minilm)
 
 
 @pytest.fixture(scope="session")
 def e5():
     """The real multilingual-e5-small (``.cache/models/multilingual-e5-small``), loaded once."""
-    model_dir = find_model_dir("multilingual-e5-small")
-    if model_dir is None:
-        pytest.fail("multilingual-e5-small is not built: run python3 build.py setup", pytrace=False)
-    return asyncio.run(load_multilingual_e5(model_dir=model_dir))
+    return _local_model("multilingual-e5-small", load_multilingual_e5)
 
 
 @pytest.fixture

