@@ -149,11 +149,15 @@ def lexical_side(catalog: Catalog, query: str, now_ms: int) -> LexicalSide:
         at = np.minimum(np.searchsorted(slots, a_slots), len(slots) - 1)
         same = slots[at] == a_slots
         evidence[at[same]] = np.maximum(evidence[at[same]], share[same])
-    words = np.isin(slots, index.scores(word_terms(terms))[0])
+    words_of_query = word_terms(terms)
+    if len(words_of_query) == len(set(terms)):  # every term a word: every match shares one
+        words = np.ones(len(slots), dtype=bool)
+    else:
+        words = np.isin(slots, index.scores(words_of_query)[0], assume_unique=True)
     chars = np.zeros(len(slots), dtype=np.int64)
     for t in dict.fromkeys(terms):
         if len(t) == 1 and is_cjk(t) and t not in _FUNCTION_CHARS:
-            chars += np.isin(slots, index.scores([t])[0])
+            chars += np.isin(slots, index.scores([t])[0], assume_unique=True)
     words |= chars >= CHARS_AS_WORD
     weak = ~words
     if window is not None:  # the query points at that span: a shared character will do
