@@ -10,7 +10,8 @@ visible. Each conversation is stored two ways:
 - ``session``: one memory per session, its dated transcript as the text (a finished
   chat, a meeting note, a document).
 
-Retrievers: ``bm25`` (no embedder) and ``hybrid`` (MiniLM attached), each through
+Retrievers: ``bm25`` (no embedder) and ``hybrid`` (MiniLM attached, or the embedder
+``--embedder`` names), each through
 ``Memory.retrieve(question, max_items=MAX_ITEMS, max_tokens=B)`` at B = 300, 1000 and 2000
 tokens (the token budget governs; ``MAX_ITEMS`` is high), and optionally
 ``inject="summary"`` (``--summary``: the previous behaviour). Two naive baselines in the
@@ -25,7 +26,8 @@ choices are made) and ``check`` (never tuned on); and the Chinese suite (one spl
 Usage (from the repository root; ~10 minutes)::
 
     python benchmarks/eval_evidence.py [--locomo PATH] [--budgets 300 1000 2000]
-        [--modes turn session] [--no-chinese] [--json out.json]
+        [--modes turn session] [--no-chinese] [--embedder multilingual-e5-small]
+        [--json out.json]
 """
 
 from __future__ import annotations
@@ -323,8 +325,9 @@ async def main() -> None:
     ap.add_argument("--summary", action="store_true", help="also inject='summary'")
     ap.add_argument("--no-chinese", action="store_true")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--embedder", default="minilm", help="minilm or multilingual-e5-small")
     a = ap.parse_args()
-    embedder = await load_embedder("minilm")
+    embedder = await load_embedder(a.embedder)
     inject = ["passages", "summary"] if a.summary else ["passages"]
     rows: list[dict] = []
     if a.locomo.is_file():

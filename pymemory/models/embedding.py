@@ -60,7 +60,10 @@ class Embedder(Protocol):
     # retrieval then ranks queries in other scripts by BM25 alone (see :func:`reads`).
     # ``embed_queries(texts)`` embeds questions where the model reads them differently
     # from stored texts (:func:`embed_queries`); ``similarity_baseline`` is the cosine of
-    # unrelated texts (:func:`calibrated`).
+    # unrelated texts (:func:`calibrated`); ``dense_standout``, how far (calibrated) above
+    # the query's typical cosine to the store its best memory must be for any memory to
+    # pass the relevance floor on its cosine (absent: no such condition; see
+    # ``retrieval.dense.DenseHits.gate``).
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """A float32 array of shape ``(len(texts), dim)`` with L2-normalised rows."""

@@ -143,6 +143,8 @@ class MiniLmEmbedder:
         self.passage_prefix = str(cfg.get("passage_prefix", ""))
         self.multilingual = bool(cfg.get("multilingual", False))
         self.similarity_baseline = float(cfg.get("similarity_baseline", 0.0))
+        standout = cfg.get("dense_standout")
+        self.dense_standout = None if standout is None else float(standout)
         self.load_ms: float | None = None
         #: Measured ms per padded token slot of background batches (None: none timed yet).
         self.slot_ms: float | None = None
@@ -337,11 +339,12 @@ async def _read(runtime: Any, location: str) -> bytes:
 #: CLI's ``--embedder``), each in the models folder under its name, and what this library
 #: knows of it beyond its ``config.json`` (chosen by measurement: docs/models.md).
 LOCAL_EMBEDDERS: dict[str, dict[str, Any]] = {
-    "minilm": {"label": "all-MiniLM-L6-v2 embedder", "multilingual": False},
+    "minilm": {"label": "all-MiniLM-L6-v2 embedder", "multilingual": False, "dense_standout": 0.2},
     "multilingual-e5-small": {
         "label": "multilingual-e5-small embedder",
         "multilingual": True,
-        "similarity_baseline": 0.7,
+        "similarity_baseline": 0.72,
+        "dense_standout": 0.1,
     },
 }
 

@@ -46,6 +46,11 @@ log = logging.getLogger("pymemory")
 #: at most.
 EMBED_DRAIN = 1024
 EMBED_CALL = 256
+#: The query's typical cosine to the store (:attr:`DenseHits.gate`) is the median over
+#: this many memories, evenly spaced over the catalog, when at least :data:`TYPICAL_MIN`
+#: of them have vectors.
+TYPICAL_SAMPLE = 256
+TYPICAL_MIN = 16
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,12 @@ class DenseHits:
     slots: np.ndarray
     cosine: np.ndarray
     cosine_of: Callable[[np.ndarray], np.ndarray]
+    # The cosine some memory must reach for any to pass the relevance floor on its cosine:
+    # the query's typical cosine to the store (the median over an even sample of
+    # :data:`TYPICAL_SAMPLE` memories) plus the embedder's ``dense_standout``. None when
+    # the embedder sets no ``dense_standout`` or fewer than :data:`TYPICAL_MIN` memories
+    # have vectors (a few memories say nothing of what is typical).
+    gate: float | None = None
 
 
 class DenseIndex:
@@ -224,7 +235,20 @@ class DenseIndex:
             np.array([h[0] for h in hits], dtype=np.int64),
             calibrated(embedder, np.array([h[1] for h in hits], dtype=np.float64)),
             cosine_of,
+            self._gate(cosine_of),
         ), notes
+
+    def _gate(self, cosine_of: Callable[[np.ndarray], np.ndarray]) -> float | None:
+        standout = getattr(self.embedder, "dense_standout", None)
+        end = len(self._catalog.id_at)
+        if standout is None or end < TYPICAL_MIN:
+            return None
+        spread = np.linspace(0, end - 1, min(end, TYPICAL_SAMPLE))
+        sample = cosine_of(np.unique(spread.astype(np.int64)))
+        sample = sample[~np.isnan(sample)]  # forgotten, or not embedded yet
+        if len(sample) < TYPICAL_MIN:
+            return None
+        return float(np.median(sample)) + float(standout)
 
 
 def _stored_dense_text(raw: bytes | None) -> str | None:

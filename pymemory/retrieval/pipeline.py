@@ -22,7 +22,11 @@ Rank::
   character with the query and no word counts a quarter (``lexical.CHAR_ONLY_EVIDENCE``).
   Beside a memory that passes so, one that shares a word with the query and scores a
   quarter of its BM25 passes too (:func:`in_company`: questions that need several
-  memories). Nothing relevant means nothing injected.
+  memories). A memory passes on its cosine only if some memory stands out from the rest
+  of the store by meaning for this query (``DenseHits.gate``): a question about nothing
+  stored (the capital of Peru, asked of a personal-assistant store) is as close to one
+  memory as to any, and gets what its words match, not the nearest. Nothing relevant
+  means nothing injected.
 * **decay** (per memory type), **feedback** and **time_match** (a lift for memories inside
   a span the query names: "last weekend") multiply; with their defaults they re-rank
   comparably relevant memories and cannot lift chatter above a clear answer.
@@ -74,6 +78,10 @@ CONTEXT_GIVERS = 256
 
 NO_EMBEDDER = "dense retrieval off: no embedder; ranked by BM25"
 UNREAD_SCRIPT = "dense retrieval off for this query: the embedder does not read its script"
+NO_STANDOUT = (
+    "no memory stands out by meaning (the query is about as close to all of the store): "
+    "only word matches pass the relevance floor"
+)
 
 
 async def run(
@@ -191,11 +199,13 @@ def relevance_of(
     ts: np.ndarray,
     evidence: np.ndarray | None = None,
     words: np.ndarray | None = None,
+    meaning: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(relevance, dense part, lexical part, passes the floor) of each candidate.
     ``evidence``: each candidate's lexical evidence for the floor (``LexicalSide``), by
     default its share of the query's BM25 weight; ``words``: whether it shares a word
-    with the query (default: any match), for the company rule (:func:`in_company`)."""
+    with the query (default: any match), for the company rule (:func:`in_company`);
+    ``meaning``: whether a cosine may pass the floor (:func:`stands_out`)."""
     n = len(bm25)
     if mode == "recency":
         return np.ones(n), np.zeros(n), np.ones(n), np.ones(n, dtype=bool)
@@ -222,9 +232,19 @@ def relevance_of(
                 cosine, share, lexical=f.lexical, dense=f.dense, power=f.power
             )
         cos = np.nan_to_num(cosine, nan=-1.0)
-        passes = (cos >= floor.min_dense) | lexical_ok
+        passes = ((cos >= floor.min_dense) & meaning) | lexical_ok
     passes = floor.off | passes | in_company(bm25, lexical_ok, bm25 > 0 if words is None else words)
     return dense_part + lexical_part, dense_part, lexical_part, np.asarray(passes)
+
+
+def stands_out(dense: DenseHits, cosine: np.ndarray) -> bool:
+    """Whether the query's best cosine reaches ``dense.gate`` (its typical cosine to the
+    store plus the embedder's ``dense_standout``); True without a gate (a small store,
+    an embedder that sets none)."""
+    if dense.gate is None:
+        return True
+    cos = np.nan_to_num(cosine, nan=-1.0)
+    return bool(len(cos)) and float(cos.max()) >= dense.gate
 
 
 def in_company(bm25: np.ndarray, lexical_ok: np.ndarray, words: np.ndarray) -> np.ndarray:
@@ -325,6 +345,9 @@ def retrieve(
         mode = "recency"
         slots = catalog.live_slots()
         bm25 = np.zeros(len(slots))
+    meaning = dense is None or cosine is None or stands_out(dense, cosine)
+    if not meaning and not plan.floor.off:
+        notes = (*notes, NO_STANDOUT)
     reason = filter_reasons(catalog, plan, slots, now_ms)
     ts = catalog.ts[slots]
     if mode == "recency":
@@ -338,7 +361,7 @@ def retrieve(
             words = np.zeros(len(slots), dtype=bool)
             words[at] = lexical.words
     relevance, dense_part, lexical_part, passes = relevance_of(
-        plan, mode, bm25, idf_mass, cosine, ts, evidence, words
+        plan, mode, bm25, idf_mass, cosine, ts, evidence, words, meaning
     )
     context_part = np.zeros(len(slots))
     if mode != "recency":
