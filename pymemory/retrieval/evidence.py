@@ -24,7 +24,7 @@ from .passages import (
     unit_score,
 )
 from .results import Passage
-from .tokens import TokenCounter
+from .tokens import HeuristicTokenCounter, TiktokenCounter, TokenCounter
 
 #: What the passage next to a matching one is worth, as a share of its memory's value
 #: (chosen on the LoCoMo tune half: docs/BENCHMARKS.md, "Evidence seen").
@@ -155,6 +155,10 @@ def pack(
     scores_of: dict[int, dict[Span, float]] = {}
     value_of: dict[int, float] = {}
     idf_mass = passages.bm25.idf_mass(terms)
+    # These counters give every whitespace-separated word at least one token, so a
+    # passage of more words than there is room is left out without being counted (near
+    # a full budget most passages offered are such).
+    words_bound = isinstance(counter, (TiktokenCounter, HeuristicTokenCounter))
 
     def cost(item: MemoryItem, span: Span, t: Taken | None) -> tuple[int, int]:
         """(tokens of the passage in its memory's block, of the line break before the
@@ -196,7 +200,9 @@ def pack(
         if t is None and len(taken) >= max_items:
             continue
         room = max_tokens - used
-        if span[1] - span[0] > CHARS_PER_TOKEN_MAX * room + SURE_MARGIN:
+        if span[1] - span[0] > CHARS_PER_TOKEN_MAX * room + SURE_MARGIN or (
+            words_bound and _more_words(item.text, span, room)
+        ):
             n, day = room + 1, 0  # too long to fit: not counted
         else:
             n, day = cost(item, span, t)
@@ -227,6 +233,11 @@ def pack(
         text, blocks = render(list(taken.values()))
         exact = counter.count(text)
     return Packed(taken, text, exact, blocks)
+
+
+def _more_words(text: str, span: Span, room: int) -> bool:
+    """Whether ``text[span]`` holds more than ``room`` whitespace-separated words."""
+    return len(text[span[0] : span[1]].split(None, room)) > room
 
 
 @lru_cache(maxsize=1024)
