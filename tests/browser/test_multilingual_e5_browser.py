@@ -70,7 +70,7 @@ def test_a_minilm_store_switches_to_e5_by_the_models_option(harness):
         const before = await first.modelsReady;
         const t0 = Date.now();
         for (const [i, text] of notes.entries()) {
-          await first.addMemory(text, { timestamp: t0 - (i + 1) * 86400000 });
+          await first.addMemory({ text, timestamp: t0 - (i + 1) * 86400000 });
         }
         const conn = pm.connection();
         await conn.call(db, "modelsIdle", {});
