@@ -237,7 +237,10 @@ def pack(
 
 def _more_words(text: str, span: Span, room: int) -> bool:
     """Whether ``text[span]`` holds more than ``room`` whitespace-separated words."""
-    return len(text[span[0] : span[1]].split(None, room)) > room
+    a, b = span
+    if room >= b - a:  # no more words than characters (and any budget, however large)
+        return False
+    return len(text[a:b].split(None, room)) > room
 
 
 @lru_cache(maxsize=1024)
