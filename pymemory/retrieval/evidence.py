@@ -24,7 +24,7 @@ from .passages import (
     unit_score,
 )
 from .results import Passage
-from .tokens import HeuristicTokenCounter, TiktokenCounter, TokenCounter
+from .tokens import TokenCounter
 
 #: What the passage next to a matching one is worth, as a share of its memory's value
 #: (chosen on the LoCoMo tune half: docs/BENCHMARKS.md, "Evidence seen").
@@ -155,10 +155,9 @@ def pack(
     scores_of: dict[int, dict[Span, float]] = {}
     value_of: dict[int, float] = {}
     idf_mass = passages.bm25.idf_mass(terms)
-    # These counters give every whitespace-separated word at least one token, so a
-    # passage of more words than there is room is left out without being counted (near
-    # a full budget most passages offered are such).
-    words_bound = isinstance(counter, (TiktokenCounter, HeuristicTokenCounter))
+    # Where every word costs a token, a passage of more words than there is room is left
+    # out without being counted (near a full budget most passages offered are such).
+    words_bound = getattr(counter, "words_are_tokens", False)
 
     def cost(item: MemoryItem, span: Span, t: Taken | None) -> tuple[int, int]:
         """(tokens of the passage in its memory's block, of the line break before the

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 @runtime_checkable
 class TokenCounter(Protocol):
     name: str
+    # Optional: ``words_are_tokens = True`` promises every whitespace-separated word costs
+    # at least one token, so the prompt packer may skip counting what cannot fit.
 
     def count(self, text: str) -> int:
         """How many tokens ``text`` costs in the target model's prompt."""
@@ -37,6 +39,9 @@ class HeuristicTokenCounter:
     """
 
     name = "heuristic"
+    #: Every whitespace-separated word costs at least one token (a lower bound callers
+    #: may use to skip counting; absent on a counter: no such promise).
+    words_are_tokens = True
 
     def count(self, text: str) -> int:
         total = 0
@@ -55,6 +60,7 @@ class TiktokenCounter:
     """
 
     name = "o200k_base"
+    words_are_tokens = True  # o200k's pre-tokenizer never puts two words in one piece
 
     def __init__(
         self,

@@ -52,6 +52,10 @@ def _vec(*xs: float) -> np.ndarray:
     return np.array(xs + (0.0,) * (DIM - len(xs)))
 
 
+# The query's cosine to every memory is ~0.8: above min_dense, and typical.
+TYPICAL_QUERY = {QUERY: _vec(1.0, 0, 0, 0, 0, 0, 0, 0.5)}
+
+
 async def _store(n: int, special: dict[str, np.ndarray], standout: float | None):
     mem = await Memory.open(MapKv(), clock=Clock(NOW))
     await mem.attach_embedder(SetVectors(special, standout))
@@ -62,8 +66,7 @@ async def _store(n: int, special: dict[str, np.ndarray], standout: float | None)
 
 @pytest.mark.parametrize("standout", [None, 0.2])
 async def test_nothing_stands_out_nothing_passes_on_its_cosine(standout):
-    # The query's cosine to every memory is ~0.8: above min_dense, and typical.
-    mem = await _store(40, {QUERY: _vec(1.0, 0, 0, 0, 0, 0, 0, 0.5)}, standout)
+    mem = await _store(40, TYPICAL_QUERY, standout)
     r = await mem.retrieve(QUERY, trace=True)
     if standout is None:  # the floor as it was: every memory over min_dense passes
         assert len(r.items) > 0 and NO_STANDOUT not in r.notes
@@ -93,7 +96,7 @@ async def test_word_matches_pass_whatever_the_cosines():
 async def test_a_small_store_has_no_gate():
     """Fewer than TYPICAL_MIN memories say nothing of what is typical: the floor as
     before."""
-    mem = await _store(TYPICAL_MIN - 1, {QUERY: _vec(1.0, 0, 0, 0, 0, 0, 0, 0.5)}, 0.2)
+    mem = await _store(TYPICAL_MIN - 1, TYPICAL_QUERY, 0.2)
     r = await mem.retrieve(QUERY, trace=True)
     assert len(r.items) > 0 and NO_STANDOUT not in r.notes
     await mem.close()
@@ -102,7 +105,7 @@ async def test_a_small_store_has_no_gate():
 async def test_floor_off_ignores_the_gate():
     from pymemory.retrieval.strategies import relevance_floor
 
-    mem = await _store(40, {QUERY: _vec(1.0, 0, 0, 0, 0, 0, 0, 0.5)}, 0.2)
+    mem = await _store(40, TYPICAL_QUERY, 0.2)
     r = await mem.retrieve(QUERY, strategy=relevance_floor(0, 0), trace=True)
     assert len(r.items) > 0 and NO_STANDOUT not in r.notes
     await mem.close()
