@@ -58,10 +58,12 @@ def index_text(item: MemoryItem) -> str:
     return "\n".join(parts)
 
 
-def dense_text(item: MemoryItem) -> str:
-    """What the embedder sees: the raw text, after ``"<speaker>: "`` when there is one."""
+def dense_text(item: MemoryItem, span: tuple[int, int] | None = None) -> str:
+    """What the embedder sees: the raw text (or the passage ``span`` of it), after
+    ``"<speaker>: "`` when there is one."""
     speaker = speaker_of(item)
-    return item.text if speaker is None else f"{speaker}: {item.text}"
+    text = item.text if span is None else item.text[span[0] : span[1]]
+    return text if speaker is None else f"{speaker}: {text}"
 
 
 class LazyItems:

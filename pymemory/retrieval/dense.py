@@ -6,8 +6,14 @@ stored item in the same transaction that writes the vector (another process may 
 changed or deleted it meanwhile). Vectors persist beside their items (``vec:<id>``,
 :class:`~.vectors_kv.KvVectorStore`), so a reload never re-embeds. Deleting an item deletes
 its vector in the same transaction (:mod:`.writer`); :meth:`DenseIndex.forget` then
-drops the row here. A query whose embedding fails is ranked by BM25 alone, with a note in
-the trace.
+drops the row here.
+
+A memory of several passages (:mod:`.passages`) also has a vector per passage, in its
+one record; its cosine to a query is the best of its own and its passages' (so a long
+text is found by its best passage, not by its first 256 tokens), and the packer is told
+each passage's (:attr:`DenseHits.passage_cosine`).
+
+A query whose embedding fails is ranked by BM25 alone, with a note in the trace.
 
 The store records whose vectors it holds (``meta:embedder``, :mod:`.space`): attaching
 another embedder drops the old vectors and embeds every item again in the background,
@@ -51,6 +57,10 @@ EMBED_CALL = 256
 #: of them have vectors.
 TYPICAL_SAMPLE = 256
 TYPICAL_MIN = 16
+#: A memory's passages get vectors up to this many (its later ones are found by BM25).
+MAX_PASSAGE_VECTORS = 512
+#: The nearest passages looked at per query, as a multiple of the memories wanted.
+PASSAGE_DEPTH = 3
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,9 @@ class DenseHits:
     # the embedder sets no ``dense_standout`` or fewer than :data:`TYPICAL_MIN` memories
     # have vectors (a few memories say nothing of what is typical).
     gate: float | None = None
+    # Catalog slot -> the cosine of each of that memory's passages, in text order (None
+    # for a memory of one passage, or one without passage vectors yet).
+    passage_cosine: Callable[[int], np.ndarray | None] = lambda _slot: None
 
 
 class DenseIndex:
@@ -87,7 +100,9 @@ class DenseIndex:
         # Items written before the embedder was on, or before it replaced another one
         # (space.settle dropped that one's vectors).
         for item_id in catalog.items:
-            if item_id not in vectors:
+            if item_id not in vectors or vectors.passage_count(item_id) != len(
+                self._spans_of(item_id)
+            ):
                 self._queue.put_nowait(item_id)
         self._task: asyncio.Task[None] = asyncio.ensure_future(self._loop())
 
@@ -166,13 +181,26 @@ class DenseIndex:
                 for _ in ids:
                     self._queue.task_done()
 
+    def _spans_of(self, item_id: str) -> tuple[tuple[int, int], ...]:
+        """The passages of a memory of several that get vectors (none for one passage)."""
+        slot = self._catalog.slot_of.get(item_id)
+        spans = None if slot is None else self._catalog.passages.spans(slot)
+        return (spans or ())[:MAX_PASSAGE_VECTORS]
+
     async def _embed_batch(self, items: list[MemoryItem]) -> None:
         if not items:
             return
         texts = [dense_text(i) for i in items]
+        spans = [self._spans_of(i.id) for i in items]
+        parts = [dense_text(i, s) for i, group in zip(items, spans, strict=True) for s in group]
         await yield_to_calls()  # before tokenizing (this thread), as before each model batch
         vectors = await self.embedder.embed(texts)
-        batch = self.vectors.encode([i.id for i in items], vectors)
+        passages: list[np.ndarray | None] = [None] * len(items)
+        if parts:
+            flat = np.asarray(await self.embedder.embed(parts))
+            ends = np.cumsum([len(g) for g in spans])
+            passages = [flat[e - len(g) : e] for g, e in zip(spans, ends.tolist(), strict=True)]
+        batch = self.vectors.encode([i.id for i in items], vectors, passages)
 
         def write(values: list[bytes | None], _listed: list[list[str]]) -> Writes:
             if not space.accepts(values[0], embedder):
@@ -220,22 +248,37 @@ class DenseIndex:
             log.exception("query embedding failed; BM25 only")
             return None, (f"dense retrieval failed ({type(exc).__name__}); ranked by BM25",)
         catalog, vectors = self._catalog, self.vectors
-        slot_of = catalog.slot_of
+        slot_of, id_at = catalog.slot_of, catalog.id_at
         embedder = self.embedder
-        hits = [(slot_of[i], s) for i, s in vectors.search(query_vec, depth) if i in slot_of]
+        found = [i for i, _ in vectors.search(query_vec, depth)]
+        if len(vectors.passages):  # memories whose best passage is near, not their start
+            near = vectors.passages.search(query_vec, PASSAGE_DEPTH * depth)
+            found += [p.rpartition("#")[0] for p, _ in near]
         missing = max(0, len(catalog) - len(vectors))  # each vector: a live item
         notes = (f"{missing} item(s) not embedded yet: ranked by BM25 only",) if missing else ()
 
         def cosine_of(slots: np.ndarray) -> np.ndarray:
-            id_at = catalog.id_at  # one pass: vector rows of the slots' items, -1 for none
-            rows = vectors.slots_of(id_at[s] for s in slots.tolist())
-            return calibrated(embedder, vectors.scores(query_vec, rows).astype(np.float64))
+            ids = [id_at[s] for s in slots.tolist()]  # vector rows of the slots' items
+            raw = vectors.scores(query_vec, vectors.slots_of(ids)).astype(np.float64)
+            if len(vectors.passages):  # and the best of their passages'
+                groups = [vectors.passage_slots(i) if i else _NONE for i in ids]
+                rows = np.concatenate([_NONE, *groups])
+                if len(rows):
+                    owner = np.repeat(np.arange(len(ids)), [len(g) for g in groups])
+                    np.fmax.at(raw, owner, vectors.passages.scores(query_vec, rows))
+            return calibrated(embedder, raw)
 
+        def passage_cosine(slot: int) -> np.ndarray | None:
+            rows = vectors.passage_slots(id_at[slot] or "")
+            if not len(rows):
+                return None
+            return calibrated(embedder, vectors.passages.scores(query_vec, rows).astype(float))
+
+        slots = np.unique(np.fromiter((slot_of[i] for i in found if i in slot_of), np.int64))
+        cosine = cosine_of(slots)
+        best = np.lexsort((slots, -cosine))[:depth]
         return DenseHits(
-            np.array([h[0] for h in hits], dtype=np.int64),
-            calibrated(embedder, np.array([h[1] for h in hits], dtype=np.float64)),
-            cosine_of,
-            self._gate(cosine_of),
+            slots[best], cosine[best], cosine_of, self._gate(cosine_of), passage_cosine
         ), notes
 
     def _gate(self, cosine_of: Callable[[np.ndarray], np.ndarray]) -> float | None:
@@ -249,6 +292,9 @@ class DenseIndex:
         if len(sample) < TYPICAL_MIN:
             return None
         return float(np.median(sample)) + float(standout)
+
+
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 def _stored_dense_text(raw: bytes | None) -> str | None:

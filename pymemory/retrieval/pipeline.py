@@ -387,6 +387,7 @@ def retrieve(
             [(i, catalog.items[catalog.id_at[slots[i]]], float(score[i])) for i in eligible],
             terms, catalog.index, catalog.passages, catalog.slot_of, counter, max_items=max_items,
             max_tokens=max_tokens, shorten=condense_to_fit,
+            meaning=None if dense is None else dense.passage_cosine,
         )  # fmt: skip
     chosen: list[ScoredMemory] = []
     rows: list[Candidate] = []

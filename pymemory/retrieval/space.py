@@ -25,7 +25,7 @@ from ..errors import ValidationError
 from ..models.embedding import Embedder
 from ..storage import KvBackend, Writes, schema
 from ..storage.transactions import Transaction
-from .vectors_kv import decode_vector
+from .vectors_kv import decode_group
 from .writer import StoreWriter
 
 log = logging.getLogger("pymemory")
@@ -135,7 +135,7 @@ async def _stored_dim(kv: KvBackend) -> int | None:
     if not found:
         return None
     try:
-        return int(decode_vector(found[0][1])[1].shape[0])
+        return int(decode_group(found[0][1])[1].shape[1])
     except ValidationError:
         return None
 

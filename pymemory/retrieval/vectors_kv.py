@@ -1,9 +1,14 @@
 """Vectors persisted in a KvBackend: the ``vec:`` record codec and :class:`KvVectorStore`.
 
 The in-memory index, its layout and its measurements are in :mod:`.vectors`; this module
-adds the on-disk format of one vector record (:func:`encode_vector`, :func:`decode_vector`)
-and the store that keeps one such record per vector in any
-:class:`~pymemory.storage.KvBackend`.
+adds the on-disk format of one vector record (:func:`encode_vector`, :func:`decode_vector`;
+:func:`encode_group`, :func:`decode_group` for a memory's vector with its passages') and
+the store that keeps one such record per memory in any :class:`~pymemory.storage.KvBackend`.
+
+A memory of several passages (:mod:`.passages`) has a vector per passage beside its own,
+all in its one record: they are written, checked and deleted with it, never apart. In
+memory they are a second matrix (:attr:`KvVectorStore.passages`), passage ``p`` of memory
+``id`` under the id ``"<id>#<p>"``.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import logging
 import math
 import struct
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,7 +29,14 @@ from ..storage.base import MAX_KEY_CHARS, KvBackend, check_key, iter_prefix
 from . import snapshot
 from .vectors import NUMPY_DTYPES, DType, InMemoryVectorStore, check_vector_id, quantize
 
-__all__ = ["EncodedBatch", "KvVectorStore", "decode_vector", "encode_vector"]
+__all__ = [
+    "EncodedBatch",
+    "KvVectorStore",
+    "decode_group",
+    "decode_vector",
+    "encode_group",
+    "encode_vector",
+]
 
 log = logging.getLogger("pymemory")
 
@@ -73,6 +85,59 @@ def decode_vector(raw: bytes) -> tuple[str, np.ndarray, float]:
     return dtype, row.astype(NUMPY_DTYPES[dtype]), float(scale)
 
 
+_GROUP = struct.Struct("<2sBBHH")  # magic, version 2, dtype code, dim, rows
+_GROUP_VERSION = 2
+#: A record holds at most this many rows (its memory's and one per passage).
+MAX_GROUP_ROWS = 65535
+
+
+def encode_group(rows: np.ndarray, scales: np.ndarray, dtype: str) -> bytes:
+    """A memory's rows as one record: its own vector, then one per passage (the int8
+    scales, then the rows). A single row is written as :func:`encode_vector`."""
+    n, dim = rows.shape
+    if n == 1:
+        return encode_vector(rows[0], float(scales[0]), dtype)
+    if not 1 < n <= MAX_GROUP_ROWS:
+        raise ValidationError(f"a vector record holds 1 to {MAX_GROUP_ROWS} rows, got {n}")
+    header = _GROUP.pack(_MAGIC, _GROUP_VERSION, _CODE[dtype], dim, n)
+    body = np.ascontiguousarray(rows, dtype=np.dtype(NUMPY_DTYPES[dtype]).newbyteorder("<"))
+    head = np.asarray(scales, dtype="<f4").tobytes() if dtype == "int8" else b""
+    return header + head + body.tobytes()
+
+
+def decode_group(raw: bytes) -> tuple[str, np.ndarray, np.ndarray]:
+    """Bytes from :func:`encode_group` (or :func:`encode_vector`) -> ``(dtype, rows,
+    scales)``, ``rows`` of shape (n, dim); ValidationError if bad."""
+    if len(raw) >= 3 and raw[2] != _GROUP_VERSION:
+        dtype, row, scale = decode_vector(raw)
+        return dtype, row[None, :], np.array([scale], dtype=np.float32)
+    if len(raw) < _GROUP.size:
+        raise ValidationError("vector record too short")
+    magic, _version, code, dim, n = _GROUP.unpack_from(raw)
+    if magic != _MAGIC or code not in _DTYPE_OF_CODE or n < 2:
+        raise ValidationError("not a pymemory vector record (bad header)")
+    dtype = _DTYPE_OF_CODE[code]
+    offset = _GROUP.size
+    scales = np.ones(n, dtype=np.float32)
+    if dtype == "int8":
+        if len(raw) < offset + 4 * n:
+            raise ValidationError("vector record too short")
+        scales = np.frombuffer(raw, dtype="<f4", count=n, offset=offset).astype(np.float32)
+        offset += 4 * n
+    if len(raw) != offset + n * dim * _ITEMSIZE[dtype]:
+        raise ValidationError(f"vector record length does not match {n} rows of dim {dim}")
+    le = np.dtype(NUMPY_DTYPES[dtype]).newbyteorder("<")
+    rows = np.frombuffer(raw, dtype=le, offset=offset).reshape(n, dim)
+    if not (np.isfinite(scales).all() and np.isfinite(rows.astype(np.float32)).all()):
+        raise ValidationError("vector record holds non-finite values")
+    return dtype, rows.astype(NUMPY_DTYPES[dtype]), scales
+
+
+def passage_id(item_id: str, p: int) -> str:
+    """The id of passage ``p`` of memory ``item_id`` in :attr:`KvVectorStore.passages`."""
+    return f"{item_id}#{p}"
+
+
 def _record_size(dtype: str, dim: int) -> int:
     return _HEADER.size + (4 if dtype == "int8" else 0) + dim * _ITEMSIZE[dtype]
 
@@ -83,16 +148,22 @@ def _record_size(dtype: str, dim: int) -> int:
 @dataclass(frozen=True)
 class EncodedBatch:
     """Vectors validated and quantised (:meth:`KvVectorStore.encode`): the rows to hold in
-    memory and the KV records (``puts``) that persist them."""
+    memory and the KV records (``puts``, one per id) that persist them; passage rows, if
+    any, with the index in ``ids`` of the memory each belongs to (``passage_of``)."""
 
     ids: list[str]
     rows: np.ndarray
     scales: np.ndarray
     puts: list[tuple[str, bytes]]
+    passage_ids: list[str] = field(default_factory=list)
+    passage_rows: np.ndarray | None = None
+    passage_scales: np.ndarray | None = None
+    passage_of: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 class KvVectorStore(InMemoryVectorStore):
-    """An :class:`InMemoryVectorStore` persisted in a KvBackend, one record per vector.
+    """An :class:`InMemoryVectorStore` persisted in a KvBackend, one record per memory:
+    its vector, and those of its passages (held apart, in :attr:`passages`).
 
     Open with ``await KvVectorStore.open(kv, dim, dtype)``: it loads every record under
     ``prefix`` into the matrix. (Or construct it and ``await store.load()`` yourself.)
@@ -130,6 +201,8 @@ class KvVectorStore(InMemoryVectorStore):
         self._write_lock = asyncio.Lock()
         self.owner = owner
         self.stale = False
+        #: The passages' vectors, ``"<id>#<p>"`` for passage ``p`` of memory ``id``.
+        self.passages = InMemoryVectorStore(dim, dtype)
 
     @classmethod
     async def open(
@@ -163,6 +236,7 @@ class KvVectorStore(InMemoryVectorStore):
         if self.prefix == schema.VEC and await self._load_snapshot():
             return
         fresh = InMemoryVectorStore(self.dim, self.dtype)
+        fresh_passages = InMemoryVectorStore(self.dim, self.dtype)
         corrupt: list[str] = []
         ids: list[str] = []
         raws: list[bytes] = []
@@ -170,11 +244,11 @@ class KvVectorStore(InMemoryVectorStore):
             ids.append(key[len(self.prefix) :])
             raws.append(raw)
             if len(ids) == LOAD_CHUNK:  # decode as we go: not all raw records kept
-                self._decode_into(fresh, ids, raws, corrupt)
+                self._decode_into(fresh, fresh_passages, ids, raws, corrupt)
                 ids, raws = [], []
         if ids:
-            self._decode_into(fresh, ids, raws, corrupt)
-        self._adopt(fresh)
+            self._decode_into(fresh, fresh_passages, ids, raws, corrupt)
+        self._adopt(fresh, fresh_passages)
         self.corrupt_keys = corrupt
         self._loaded = True
 
@@ -196,11 +270,14 @@ class KvVectorStore(InMemoryVectorStore):
                 "vectors and ranks by BM25 alone until it is opened with that embedder"
             )
         self.stale = True
-        self._adopt(InMemoryVectorStore(self.dim, self.dtype))
+        empty = InMemoryVectorStore(self.dim, self.dtype)
+        self._adopt(empty, InMemoryVectorStore(self.dim, self.dtype))
         self.corrupt_keys = []
 
-    def _adopt(self, fresh: InMemoryVectorStore) -> None:
-        """Take over the matrix and columns of ``fresh`` (same dim and dtype)."""
+    def _adopt(self, fresh: InMemoryVectorStore, passages: InMemoryVectorStore) -> None:
+        """Take over the matrix and columns of ``fresh`` (same dim and dtype), and
+        ``passages`` as the passages' vectors."""
+        self.passages = passages
         names = ["_rows", "_inv_norm", "_scale", "_alive", "_id_at", "_slot_of", "_free"]
         if hasattr(fresh, "_codes"):
             names.append("_codes")  # the sign codes of the coarse scan, if this store has them
@@ -238,10 +315,18 @@ class KvVectorStore(InMemoryVectorStore):
             fresh._alive[:n] = True
             fresh._id_at = list(ids)
             fresh._slot_of = dict(zip(ids, range(n), strict=True))
+            passages = InMemoryVectorStore(self.dim, self.dtype)
+            if "passage_ids" in part.strings:  # older snapshots have none: re-embedded
+                pids = part.strings["passage_ids"]
+                passages._put_rows(
+                    list(pids),
+                    part.arrays["passage_rows"].reshape(len(pids), self.dim),
+                    part.arrays["passage_scale"],
+                )
         except (KeyError, ValueError) as exc:
             log.warning("vector snapshot unreadable (%s): reading every record", exc)
             return False
-        self._adopt(fresh)
+        self._adopt(fresh, passages)
         self.corrupt_keys = list(part.strings["corrupt"])
         self._loaded = True
         await self.reload(k[len(self.prefix) :] for k in found.keys if k.startswith(self.prefix))
@@ -257,21 +342,28 @@ class KvVectorStore(InMemoryVectorStore):
         await self.reload(k[len(self.prefix) :] for k in found.keys if k.startswith(self.prefix))
 
     def snapshot_part(self) -> bytes:
-        """The matrix as a snapshot part (:mod:`.snapshot`): live rows, their ids, scales."""
+        """The matrices as a snapshot part (:mod:`.snapshot`): live rows, their ids, scales."""
         self._check_loaded()
         slots = np.flatnonzero(self._alive[: len(self._id_at)])
         ids = [self._id_at[s] or "" for s in slots.tolist()]
+        ps = self.passages
+        pslots = np.flatnonzero(ps._alive[: len(ps._id_at)])
+        pids = [ps._id_at[s] or "" for s in pslots.tolist()]
         arrays = {
             "rows": self._rows[slots].reshape(-1),
             "scale": self._scale[slots],
             "inv_norm": self._inv_norm[slots],
+            "passage_rows": ps._rows[pslots].reshape(-1),
+            "passage_scale": ps._scale[pslots],
         }
         meta = {"dim": self.dim, "dtype": self.dtype}
-        return snapshot.pack(meta, arrays, {"ids": ids, "corrupt": self.corrupt_keys}, {})
+        strings = {"ids": ids, "corrupt": self.corrupt_keys, "passage_ids": pids}
+        return snapshot.pack(meta, arrays, strings, {})
 
     def _decode_into(
         self,
         target: InMemoryVectorStore,
+        passages: InMemoryVectorStore,
         ids: list[str],
         raws: list[bytes],
         corrupt: list[str],
@@ -307,22 +399,26 @@ class KvVectorStore(InMemoryVectorStore):
                 continue
             key = self.prefix + ids[j]
             try:
-                dtype, row, scale = decode_vector(raw)
+                dtype, rows, scales = decode_group(raw)
             except ValidationError as exc:
                 log.error("skipping unreadable vector record %s: %s", key, exc)
                 corrupt.append(key)
                 continue
-            if row.shape[0] != self.dim:
+            if rows.shape[1] != self.dim:
                 raise ValidationError(
-                    f"vector record {key} has dim {row.shape[0]} but this store has dim "
+                    f"vector record {key} has dim {rows.shape[1]} but this store has dim "
                     f"{self.dim}: the embedder changed; delete the records under "
                     f"{self.prefix!r} (or use another prefix) and embed again"
                 )
+            pids = [passage_id(ids[j], p) for p in range(rows.shape[0] - 1)]
             if dtype == self.dtype:
-                target._put_rows([ids[j]], row[None, :], np.array([scale], dtype=np.float32))
+                target._put_rows([ids[j]], rows[:1], scales[:1])
+                passages._put_rows(pids, rows[1:], scales[1:])
             else:  # convert from another dtype
-                vec = row.astype(np.float32) * (scale if dtype == "int8" else 1.0)
-                target.put([ids[j]], vec[None, :])
+                vecs = rows.astype(np.float32) * (scales[:, None] if dtype == "int8" else 1.0)
+                target.put([ids[j]], vecs[:1])
+                if pids:
+                    passages.put(pids, vecs[1:])
         if corrupt:
             log.error("%d unreadable vector records under %r", len(corrupt), self.prefix)
 
@@ -358,20 +454,45 @@ class KvVectorStore(InMemoryVectorStore):
                 await self.kv.delete_many(dead_keys)
             self.apply_local(batch, deletes=dead)
 
-    def encode(self, ids: Sequence[str], vectors: Any) -> EncodedBatch:
+    def encode(
+        self, ids: Sequence[str], vectors: Any, passages: Sequence[Any] | None = None
+    ) -> EncodedBatch:
         """Validate and quantise a batch into its KV records, touching nothing: write
-        ``.puts`` yourself (e.g. inside a transaction), then :meth:`apply_local` it."""
+        ``.puts`` yourself (e.g. inside a transaction), then :meth:`apply_local` it.
+        ``passages``: for each id, its passages' vectors (an (n, dim) array; None or empty
+        for a memory of one passage)."""
         rows = np.zeros((0, self.dim), dtype=NUMPY_DTYPES[self.dtype])
         scales = np.zeros(0, dtype=np.float32)
         out_ids: list[str] = []
         if ids:
+            if passages is not None and (len(passages) != len(ids) or len(set(ids)) < len(ids)):
+                raise ValidationError("passages need one entry per id, and distinct ids")
             out_ids, unit = self._prepare(ids, vectors)
             rows, scales = quantize(unit, self.dtype)
-        puts = [
-            (self.key(i), encode_vector(rows[j], float(scales[j]), self.dtype))
-            for j, i in enumerate(out_ids)
-        ]
-        return EncodedBatch(out_ids, rows, scales, puts)
+        groups = [(rows[j : j + 1], scales[j : j + 1]) for j in range(len(out_ids))]
+        pids: list[str] = []
+        prows, pscales, pof = [], [], []
+        for j, group in enumerate(passages or ()):
+            if group is None or len(group) == 0:
+                continue
+            ids_j = [passage_id(out_ids[j], p) for p in range(len(group))]
+            if len(ids_j) >= MAX_GROUP_ROWS:
+                raise ValidationError(f"at most {MAX_GROUP_ROWS - 1} passage vectors a memory")
+            ids_j, unit_j = self.passages._prepare(ids_j, group)
+            rows_j, scales_j = quantize(unit_j, self.dtype)
+            groups[j] = (np.concatenate([rows[j : j + 1], rows_j]),
+                         np.concatenate([scales[j : j + 1], scales_j]))  # fmt: skip
+            pids += ids_j
+            prows.append(rows_j)
+            pscales.append(scales_j)
+            pof.append(np.full(len(ids_j), j, dtype=np.int64))
+        puts = [(self.key(i), encode_group(*groups[j], self.dtype)) for j, i in enumerate(out_ids)]
+        if not pids:
+            return EncodedBatch(out_ids, rows, scales, puts)
+        return EncodedBatch(
+            out_ids, rows, scales, puts, pids, np.concatenate(prows), np.concatenate(pscales),
+            np.concatenate(pof),
+        )  # fmt: skip
 
     def apply_local(
         self,
@@ -387,9 +508,41 @@ class KvVectorStore(InMemoryVectorStore):
         if batch is not None and batch.ids:
             pick = list(range(len(batch.ids))) if keep is None else list(keep)
             upserted = [batch.ids[j] for j in pick]
+            self._drop_passages(upserted)
             self._put_rows(upserted, batch.rows[pick], batch.scales[pick])
+            if batch.passage_ids:
+                assert batch.passage_rows is not None and batch.passage_scales is not None
+                took = np.flatnonzero(np.isin(batch.passage_of, pick))
+                self.passages._put_rows(
+                    [batch.passage_ids[p] for p in took.tolist()],
+                    batch.passage_rows[took],
+                    batch.passage_scales[took],
+                )
         kept = set(upserted)
         self._remove([i for i in deletes if i not in kept])
+
+    def passage_count(self, id: str) -> int:
+        """How many passage vectors memory ``id`` has (0: none, or one passage)."""
+        n, held = 0, self.passages._slot_of
+        while passage_id(id, n) in held:
+            n += 1
+        return n
+
+    def passage_slots(self, id: str) -> np.ndarray:
+        """Rows of memory ``id``'s passages in :attr:`passages`, in text order."""
+        return self.passages.slots_of(passage_id(id, p) for p in range(self.passage_count(id)))
+
+    def _drop_passages(self, ids: Iterable[str]) -> None:
+        held = self.passages._slot_of
+        if held:
+            self.passages._remove(
+                [passage_id(i, p) for i in ids for p in range(self.passage_count(i))]
+            )
+
+    def _remove(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        super()._remove(ids)
+        self._drop_passages(ids)
 
     async def reload(self, ids: Iterable[str]) -> None:
         """Re-read the records of ``ids`` from the KV store into memory (another writer
@@ -402,13 +555,17 @@ class KvVectorStore(InMemoryVectorStore):
             chunk = ids[start : start + LOAD_CHUNK]
             raws = await self.kv.get_many([self.prefix + i for i in chunk])
             fresh = InMemoryVectorStore(self.dim, self.dtype)
+            passages = InMemoryVectorStore(self.dim, self.dtype)
             corrupt: list[str] = []
             present = [(i, r) for i, r in zip(chunk, raws, strict=True) if r is not None]
-            self._decode_into(fresh, [i for i, _ in present], [r for _, r in present], corrupt)
-            self._remove([i for i in chunk if i not in fresh])
-            found = fresh.ids()
-            slots = fresh.slots_of(found)
-            self._put_rows(found, fresh._rows[slots], fresh._scale[slots])
+            self._decode_into(
+                fresh, passages, [i for i, _ in present], [r for _, r in present], corrupt
+            )
+            self._remove(chunk)
+            for source, target in ((fresh, self), (passages, self.passages)):
+                found = source.ids()
+                slots = source.slots_of(found)
+                target._put_rows(found, source._rows[slots], source._scale[slots])
             self.corrupt_keys = [k for k in self.corrupt_keys if k[len(self.prefix) :] not in chunk]
             self.corrupt_keys += corrupt
 

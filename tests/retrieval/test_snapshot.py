@@ -143,6 +143,8 @@ async def observe(m: Memory) -> dict:
                 "expired_pending_sweep", "oldest_ms", "newest_ms"):  # fmt: skip
         out["stats:" + key] = stats[key]
     out["vectors"] = sorted(m.vectors.ids()) if m.vectors is not None else None
+    if m.vectors is not None:  # a transcript's passages' vectors, in its one record
+        out["passage_vectors"] = sorted(m.vectors.passages.ids())
     out["archive"] = [a.id for a in await m.search_archive("deploy budget", limit=50)]
     return out
 
@@ -178,6 +180,7 @@ async def test_reopen_from_snapshot_answers_as_a_rebuild(store, caplog):
     assert used_snapshot(caplog)
     seen = await observe(m)
     assert len(seen["list"]) == N and len(seen["vectors"]) == N
+    assert len(seen["passage_vectors"]) == len(m._catalog.passages)
     assert any(seen[q] for q in QUERIES)
     # The passage index came from the snapshot too, and passages went into the text.
     assert len(m._catalog.passages) > N // 11
