@@ -65,8 +65,11 @@ PASSAGE_DEPTH = 3
 
 @dataclass(frozen=True)
 class DenseHits:
-    """The dense side of one query: the nearest catalog slots with their cosine, and a
-    way to get the cosine of any other slots (NaN for an item with no vector yet)."""
+    """The dense side of one query: the nearest catalog slots with their cosine (a
+    memory's best of its own and its passages'), and a way to get the cosine of any
+    other slots (a lexical match beyond the dense depth: by the memory's own vector, a
+    lower bound that spares scoring the passages of thousands of matches; NaN for an item
+    with no vector yet)."""
 
     slots: np.ndarray
     cosine: np.ndarray
@@ -257,16 +260,13 @@ class DenseIndex:
         missing = max(0, len(catalog) - len(vectors))  # each vector: a live item
         notes = (f"{missing} item(s) not embedded yet: ranked by BM25 only",) if missing else ()
 
-        def cosine_of(slots: np.ndarray) -> np.ndarray:
+        def own_cosine(slots: np.ndarray) -> np.ndarray:
             ids = [id_at[s] for s in slots.tolist()]  # vector rows of the slots' items
-            raw = vectors.scores(query_vec, vectors.slots_of(ids)).astype(np.float64)
-            if len(vectors.passages):  # and the best of their passages'
-                groups = [vectors.passage_slots(i) if i else _NONE for i in ids]
-                rows = np.concatenate([_NONE, *groups])
-                if len(rows):
-                    owner = np.repeat(np.arange(len(ids)), [len(g) for g in groups])
-                    np.fmax.at(raw, owner, vectors.passages.scores(query_vec, rows))
-            return calibrated(embedder, raw)
+            return calibrated(embedder, _cosines(vectors, query_vec, ids, False))
+
+        def best_cosine(slots: np.ndarray) -> np.ndarray:
+            ids = [id_at[s] for s in slots.tolist()]
+            return calibrated(embedder, _cosines(vectors, query_vec, ids, True))
 
         def passage_cosine(slot: int) -> np.ndarray | None:
             rows = vectors.passage_slots(id_at[slot] or "")
@@ -275,10 +275,10 @@ class DenseIndex:
             return calibrated(embedder, vectors.passages.scores(query_vec, rows).astype(float))
 
         slots = np.unique(np.fromiter((slot_of[i] for i in found if i in slot_of), np.int64))
-        cosine = cosine_of(slots)
+        cosine = best_cosine(slots)
         best = np.lexsort((slots, -cosine))[:depth]
         return DenseHits(
-            slots[best], cosine[best], cosine_of, self._gate(cosine_of), passage_cosine
+            slots[best], cosine[best], own_cosine, self._gate(best_cosine), passage_cosine
         ), notes
 
     def _gate(self, cosine_of: Callable[[np.ndarray], np.ndarray]) -> float | None:
@@ -295,6 +295,21 @@ class DenseIndex:
 
 
 _NONE = np.zeros(0, dtype=np.int64)
+
+
+def _cosines(
+    vectors: KvVectorStore, query: np.ndarray, ids: list[str | None], passages: bool
+) -> np.ndarray:
+    """The cosine of each memory's own vector to ``query`` (NaN: none), or with
+    ``passages`` the best of its own and its passages'."""
+    raw = vectors.scores(query, vectors.slots_of(ids)).astype(np.float64)
+    if passages and len(vectors.passages):
+        groups = [vectors.passage_slots(i) if i else _NONE for i in ids]
+        rows = np.concatenate([_NONE, *groups])
+        if len(rows):
+            owner = np.repeat(np.arange(len(ids)), [len(g) for g in groups])
+            np.fmax.at(raw, owner, vectors.passages.scores(query, rows))
+    return raw
 
 
 def _stored_dense_text(raw: bytes | None) -> str | None:

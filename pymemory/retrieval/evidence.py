@@ -31,9 +31,6 @@ from .tokens import TokenCounter
 #: What the passage next to a matching one is worth, as a share of its memory's value
 #: (chosen on the LoCoMo tune half: docs/BENCHMARKS.md, "Evidence seen").
 NEIGHBOUR_WEIGHT = 0.5
-#: What the passage nearest the query by meaning is worth, as a share of its memory's
-#: value, when the query's words pick another (chosen on the LoCoMo tune half).
-MEANING_WEIGHT = 0.1
 #: Stop looking after this many units in a row did not fit (the budget is about full).
 MAX_MISSES = 40
 GAP = "…"
@@ -193,17 +190,15 @@ def pack(
             if len(spans) == 1:
                 push(value, pos, spans[0], "whole")
                 continue
-            near = None if meaning is None else meaning(slot)
             cos = [-np.inf] * len(spans)
-            if near is not None:
-                cos[: len(near)] = np.nan_to_num(near, nan=-np.inf).tolist()
+            if meaning is not None and shares.count(max(shares)) > 1:  # words do not tell
+                near = meaning(slot)
+                if near is not None:
+                    cos[: len(near)] = np.nan_to_num(near, nan=-np.inf).tolist()
             best = max(range(len(spans)), key=lambda k: (shares[k], cos[k], -k))
             for k, span in enumerate(spans):
                 if k == best or shares[k] > 0:  # the others go in as context only
                     push(value * shares[k], pos, span, "best" if k == best else "match")
-            nearest = max(range(len(spans)), key=lambda k: (cos[k], -k))
-            if near is not None and nearest != best and MEANING_WEIGHT > 0:
-                push(value * MEANING_WEIGHT, pos, spans[nearest], "meaning")
             continue
         _, _, pos, span, why = heapq.heappop(heap)
         item, t = items[pos], taken.get(pos)

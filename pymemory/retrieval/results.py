@@ -43,8 +43,8 @@ INJECT_MODES = ("passages", "summary")
 class Passage:
     """A span of a memory's raw text that went into the prompt, and why: ``whole`` (a
     short memory), ``best`` (its best match for the query), ``match`` (another passage
-    matching the query), ``meaning`` (the passage nearest the query by embedding, when
-    words pick another), ``neighbour`` (next to a match, for context) or ``shortened``
+    matching the query; with an embedder, where no word matches, the passage nearest the
+    query by meaning), ``neighbour`` (next to a match, for context) or ``shortened``
     (the best sentence of the best passage, when the passage did not fit)."""
 
     start: int  # ``item.text[start:end]``

@@ -4,7 +4,8 @@ Two stores share one protocol (:class:`VectorStore`):
 
 * :class:`InMemoryVectorStore`: vectors in memory only (a throwaway corpus, tests).
 * :class:`KvVectorStore`: the same matrix, persisted in any :class:`~pymemory.storage.KvBackend`
-  under ``<prefix><id>`` (default ``vec:<id>``), one compact record per vector, loaded
+  under ``<prefix><id>`` (default ``vec:<id>``), one compact record per memory (its
+  passages' vectors with it, :mod:`.vectors_kv`), loaded
   whole at open. Every write is one atomic KV batch, made before memory is touched, so a
   failed write changes nothing. It lives in :mod:`.vectors_kv`.
 

@@ -133,6 +133,9 @@ def decode_group(raw: bytes) -> tuple[str, np.ndarray, np.ndarray]:
     return dtype, rows.astype(NUMPY_DTYPES[dtype]), scales
 
 
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
 def passage_id(item_id: str, p: int) -> str:
     """The id of passage ``p`` of memory ``item_id`` in :attr:`KvVectorStore.passages`."""
     return f"{item_id}#{p}"
@@ -203,6 +206,7 @@ class KvVectorStore(InMemoryVectorStore):
         self.stale = False
         #: The passages' vectors, ``"<id>#<p>"`` for passage ``p`` of memory ``id``.
         self.passages = InMemoryVectorStore(dim, dtype)
+        self._groups: dict[str, np.ndarray] = {}  # memory id -> its passages' rows, in order
 
     @classmethod
     async def open(
@@ -278,6 +282,8 @@ class KvVectorStore(InMemoryVectorStore):
         """Take over the matrix and columns of ``fresh`` (same dim and dtype), and
         ``passages`` as the passages' vectors."""
         self.passages = passages
+        self._groups = {}
+        self._index_passages(passages.ids())
         names = ["_rows", "_inv_norm", "_scale", "_alive", "_id_at", "_slot_of", "_free"]
         if hasattr(fresh, "_codes"):
             names.append("_codes")  # the sign codes of the coarse scan, if this store has them
@@ -513,7 +519,7 @@ class KvVectorStore(InMemoryVectorStore):
             if batch.passage_ids:
                 assert batch.passage_rows is not None and batch.passage_scales is not None
                 took = np.flatnonzero(np.isin(batch.passage_of, pick))
-                self.passages._put_rows(
+                self._put_passages(
                     [batch.passage_ids[p] for p in took.tolist()],
                     batch.passage_rows[took],
                     batch.passage_scales[took],
@@ -523,20 +529,29 @@ class KvVectorStore(InMemoryVectorStore):
 
     def passage_count(self, id: str) -> int:
         """How many passage vectors memory ``id`` has (0: none, or one passage)."""
-        n, held = 0, self.passages._slot_of
-        while passage_id(id, n) in held:
-            n += 1
-        return n
+        return len(self._groups.get(id, ()))
 
     def passage_slots(self, id: str) -> np.ndarray:
         """Rows of memory ``id``'s passages in :attr:`passages`, in text order."""
-        return self.passages.slots_of(passage_id(id, p) for p in range(self.passage_count(id)))
+        return self._groups.get(id, _NO_ROWS)
+
+    def _put_passages(self, pids: list[str], rows: np.ndarray, scales: np.ndarray) -> None:
+        """Put whole groups of passage rows (every passage of each memory named)."""
+        self.passages._put_rows(pids, rows, scales)
+        self._index_passages(pids)
+
+    def _index_passages(self, pids: Iterable[str]) -> None:
+        by_memory: dict[str, list[str]] = {}
+        for pid in pids:
+            by_memory.setdefault(pid.rpartition("#")[0], []).append(pid)
+        for id, group in by_memory.items():
+            group.sort(key=lambda pid: int(pid.rpartition("#")[2]))
+            self._groups[id] = self.passages.slots_of(group)
 
     def _drop_passages(self, ids: Iterable[str]) -> None:
-        held = self.passages._slot_of
-        if held:
+        if self._groups:
             self.passages._remove(
-                [passage_id(i, p) for i in ids for p in range(self.passage_count(i))]
+                [passage_id(i, p) for i in ids for p in range(len(self._groups.pop(i, ())))]
             )
 
     def _remove(self, ids: Iterable[str]) -> None:
@@ -562,10 +577,10 @@ class KvVectorStore(InMemoryVectorStore):
                 fresh, passages, [i for i, _ in present], [r for _, r in present], corrupt
             )
             self._remove(chunk)
-            for source, target in ((fresh, self), (passages, self.passages)):
+            for source, put in ((fresh, self._put_rows), (passages, self._put_passages)):
                 found = source.ids()
                 slots = source.slots_of(found)
-                target._put_rows(found, source._rows[slots], source._scale[slots])
+                put(found, source._rows[slots], source._scale[slots])
             self.corrupt_keys = [k for k in self.corrupt_keys if k[len(self.prefix) :] not in chunk]
             self.corrupt_keys += corrupt
 
