@@ -59,7 +59,10 @@ TYPICAL_SAMPLE = 256
 TYPICAL_MIN = 16
 #: A memory's passages get vectors up to this many (its later ones are found by BM25).
 MAX_PASSAGE_VECTORS = 512
-#: The nearest passages looked at per query, as a multiple of the memories wanted.
+#: The nearest passages looked at per query, as a multiple of the memories wanted. A
+#: dense candidate's cosine is the best of its own and of its passages among these (all
+#: of them in a store of up to ``PASSAGE_DEPTH x depth`` passages; beyond, a passage
+#: that is not among them is no better than the last one that is).
 PASSAGE_DEPTH = 3
 
 
@@ -254,9 +257,12 @@ class DenseIndex:
         slot_of, id_at = catalog.slot_of, catalog.id_at
         embedder = self.embedder
         found = [i for i, _ in vectors.search(query_vec, depth)]
-        if len(vectors.passages):  # memories whose best passage is near, not their start
-            near = vectors.passages.search(query_vec, PASSAGE_DEPTH * depth)
-            found += [p.rpartition("#")[0] for p, _ in near]
+        # Memories whose best passage is near, not their start, and that passage's cosine.
+        near: dict[str, float] = {}
+        if len(vectors.passages):
+            for pid, cos in vectors.passages.search(query_vec, PASSAGE_DEPTH * depth):
+                near.setdefault(pid.rpartition("#")[0], cos)  # best first
+        found += near
         missing = max(0, len(catalog) - len(vectors))  # each vector: a live item
         notes = (f"{missing} item(s) not embedded yet: ranked by BM25 only",) if missing else ()
 
@@ -275,7 +281,10 @@ class DenseIndex:
             return calibrated(embedder, vectors.passages.scores(query_vec, rows).astype(float))
 
         slots = np.unique(np.fromiter((slot_of[i] for i in found if i in slot_of), np.int64))
-        cosine = best_cosine(slots)
+        ids = [id_at[s] for s in slots.tolist()]
+        raw = _cosines(vectors, query_vec, ids, False)
+        np.fmax(raw, [near.get(i or "", np.nan) for i in ids], out=raw)
+        cosine = calibrated(embedder, raw)
         best = np.lexsort((slots, -cosine))[:depth]
         return DenseHits(
             slots[best], cosine[best], own_cosine, self._gate(best_cosine), passage_cosine
