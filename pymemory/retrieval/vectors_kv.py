@@ -2,7 +2,7 @@
 
 The in-memory index, its layout and its measurements are in :mod:`.vectors`; this module
 adds the on-disk format of one vector record (:func:`encode_vector`, :func:`decode_vector`;
-:func:`encode_group`, :func:`decode_group` for a memory's vector with its passages') and
+:func:`encode_group`, :func:`decode_group`: a memory's vector and its passages') and
 the store that keeps one such record per memory in any :class:`~pymemory.storage.KvBackend`.
 
 A memory of several passages (:mod:`.passages`) has a vector per passage beside its own,
