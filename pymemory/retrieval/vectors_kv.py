@@ -482,8 +482,6 @@ class KvVectorStore(InMemoryVectorStore):
             if group is None or len(group) == 0:
                 continue
             ids_j = [passage_id(out_ids[j], p) for p in range(len(group))]
-            if len(ids_j) >= MAX_GROUP_ROWS:
-                raise ValidationError(f"at most {MAX_GROUP_ROWS - 1} passage vectors a memory")
             ids_j, unit_j = self.passages._prepare(ids_j, group)
             rows_j, scales_j = quantize(unit_j, self.dtype)
             groups[j] = (np.concatenate([rows[j : j + 1], rows_j]),
