@@ -464,11 +464,12 @@ class InMemoryVectorStore:
         return least is not None and rows >= least and 2 * candidate_count(k) <= rows
 
     def _shortlist(
-        self, q: np.ndarray, codes: np.ndarray, k: int, excluded: np.ndarray | None
+        self, q: np.ndarray, words: np.ndarray, k: int, excluded: np.ndarray | None
     ) -> np.ndarray:
-        """Positions in ``codes`` nearest to ``q`` by Hamming distance (not ``excluded``)."""
+        """Positions in ``words`` (code word columns) nearest to ``q`` by Hamming distance
+        (not ``excluded``)."""
         code = sign_codes(q[None, :], self._codes.width)[0]
-        return shortlist(hamming(codes, code), candidate_count(k), excluded)
+        return shortlist(hamming(words, code), candidate_count(k), excluded)
 
     def search(
         self, query: Any, k: int, allowed_ids: Iterable[str] | None = None
@@ -490,8 +491,8 @@ class InMemoryVectorStore:
         if allowed_ids is None:
             end = len(self._id_at)
             if self._coarse_on(len(self._slot_of), k):
-                codes = self._codes.codes(self._rows)[:end]
-                slots = self._shortlist(q, codes, k, ~self._alive[:end])
+                words = self._codes.words(self._rows)[:, :end]
+                slots = self._shortlist(q, words, k, ~self._alive[:end])
                 scores = self._slot_scores(q, slots)
             else:
                 scores = self._all_scores(q)
@@ -504,8 +505,8 @@ class InMemoryVectorStore:
             if slots.shape[0] == 0:
                 return []
             if self._coarse_on(slots.shape[0], k):
-                codes = self._codes.codes(self._rows)[slots]
-                slots = slots[self._shortlist(q, codes, k, None)]
+                words = self._codes.words(self._rows)[:, slots]
+                slots = slots[self._shortlist(q, words, k, None)]
             scores = self._slot_scores(q, slots)
         live = int(np.isfinite(scores).sum())
         k = min(k, live)
