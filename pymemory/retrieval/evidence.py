@@ -31,6 +31,11 @@ from .tokens import TokenCounter
 #: What the passage next to a matching one is worth, as a share of its memory's value
 #: (chosen on the LoCoMo tune half: docs/BENCHMARKS.md, "Evidence seen").
 NEIGHBOUR_WEIGHT = 0.5
+#: With an embedder, a passage's share rises by this much per unit of (calibrated) cosine
+#: it has above the median of its memory's passages: the one that stands out by meaning
+#: counts even where the question's words are not in it (chosen on the LoCoMo tune half:
+#: docs/BENCHMARKS.md, "Passages that stand out by meaning").
+MEANING_WEIGHT = 0.5
 #: Stop looking after this many units in a row did not fit (the budget is about full).
 MAX_MISSES = 40
 GAP = "…"
@@ -139,13 +144,14 @@ def pack(
     A passage's value is its memory's score relative to the best candidate's: all of it
     for a memory of one passage (it goes in whole); for a memory of several, times the
     share of the query's BM25 weight the passage matches (its passage-index BM25 score
-    over the query terms' idf sum: 0..1), or
-    :data:`NEIGHBOUR_WEIGHT` for the passage just before or after a matching one that was
-    taken (the question before an answer, the answer after a question). A passage no
-    query term matches is neither taken nor offered, except a memory's best (its first,
-    when nothing matches: a memory found by meaning alone), worth 0. No passage is worth
-    more than its memory, so memories are opened lazily, best first, while one could
-    still beat what is queued."""
+    over the query terms' idf sum: 0..1), lifted where ``meaning`` (slot -> each
+    passage's cosine to the query) says the passage stands out from its memory's others
+    (:data:`MEANING_WEIGHT`), or :data:`NEIGHBOUR_WEIGHT` for the passage just before or
+    after a matching one that was taken (the question before an answer, the answer after
+    a question). A passage neither matches nor lifts is neither taken nor offered, except
+    a memory's best (its first, when nothing tells: a memory found by meaning alone),
+    worth 0. No passage is worth more than its memory, so memories are opened lazily,
+    best first, while one could still beat what is queued."""
     taken: dict[int, Taken] = {}
     days: set[str] = set()
     heap: list[tuple[float, int, int, Span, str]] = []
@@ -190,15 +196,13 @@ def pack(
             if len(spans) == 1:
                 push(value, pos, spans[0], "whole")
                 continue
-            cos = [-np.inf] * len(spans)
-            if meaning is not None and shares.count(max(shares)) > 1:  # words do not tell
-                near = meaning(slot)
-                if near is not None:
-                    cos[: len(near)] = np.nan_to_num(near, nan=-np.inf).tolist()
-            best = max(range(len(spans)), key=lambda k: (shares[k], cos[k], -k))
+            near = None if meaning is None else meaning(slot)
+            lifted, cos = _lifted(shares, near)
+            best = max(range(len(spans)), key=lambda k: (lifted[k], cos[k], -k))
             for k, span in enumerate(spans):
-                if k == best or shares[k] > 0:  # the others go in as context only
-                    push(value * shares[k], pos, span, "best" if k == best else "match")
+                if k == best or lifted[k] > 0:  # the others go in as context only
+                    why = "best" if k == best else "match" if shares[k] > 0 else "meaning"
+                    push(value * lifted[k], pos, span, why)
             continue
         _, _, pos, span, why = heapq.heappop(heap)
         item, t = items[pos], taken.get(pos)
@@ -229,7 +233,7 @@ def pack(
         t.shortened |= why == "shortened"
         t.tokens += n
         used += n + day
-        if why in ("best", "match") and NEIGHBOUR_WEIGHT > 0:
+        if why in ("best", "match", "meaning") and NEIGHBOUR_WEIGHT > 0:
             for nb in _neighbours(spans_of[pos], span):
                 push(value_of[pos] * NEIGHBOUR_WEIGHT, pos, nb, "neighbour")
     text, blocks = render(list(taken.values()))
@@ -240,6 +244,18 @@ def pack(
         text, blocks = render(list(taken.values()))
         exact = counter.count(text)
     return Packed(taken, text, exact, blocks)
+
+
+def _lifted(shares: list[float], near: np.ndarray | None) -> tuple[list[float], list[float]]:
+    """Each passage's share lifted by meaning (:data:`MEANING_WEIGHT`, capped at 1), and its
+    cosine (-inf: none; it breaks ties). Without cosines the shares are as they were."""
+    cos = [-np.inf] * len(shares)
+    if near is None or not np.isfinite(near).any():
+        return shares, cos
+    cos[: len(near)] = np.nan_to_num(near, nan=-np.inf).tolist()
+    mid = float(np.median(near[np.isfinite(near)]))
+    lift = [MEANING_WEIGHT * max(0.0, c - mid) for c in cos]
+    return [min(1.0, s + x) for s, x in zip(shares, lift, strict=True)], cos
 
 
 def _more_words(text: str, span: Span, room: int) -> bool:

@@ -42,10 +42,12 @@ INJECT_MODES = ("passages", "summary")
 @dataclass(frozen=True)
 class Passage:
     """A span of a memory's raw text that went into the prompt, and why: ``whole`` (a
-    short memory), ``best`` (its best match for the query; with an embedder, where its
-    words tell none apart, the passage nearest the query by meaning), ``match`` (another
-    passage matching the query), ``neighbour`` (next to a match, for context) or
-    ``shortened`` (the best sentence of the best passage, when the passage did not fit)."""
+    short memory), ``best`` (its best match for the query: by its words, and with an
+    embedder also by how much nearer the query it is than its memory's other passages),
+    ``match`` (another passage matching the query), ``meaning`` (another passage that no
+    query word matches but that stands out by meaning), ``neighbour`` (next to one of
+    those, for context) or ``shortened`` (the best sentence of the best passage, when the
+    passage did not fit)."""
 
     start: int  # ``item.text[start:end]``
     end: int

@@ -152,3 +152,35 @@ async def test_a_store_embedded_without_passage_vectors_gets_them_in_the_backgro
     assert mem.vectors.passage_count(long.id) >= 3
     assert FAR_LINE in (await mem.retrieve(QUERY, max_tokens=120)).text
     await _close(mem)
+
+
+async def test_a_passage_that_stands_out_by_meaning_goes_in_beside_the_word_match(tmp_path):
+    """The question's words are in one passage; the passage that answers it by meaning has
+    none of them, and goes in second (why ``meaning``), before the word match's
+    neighbours; without an embedder only the word match and its neighbours go in."""
+    query = "the Hartwell invoice"
+    invoice = "Line 3: the Hartwell invoice came; Hartwell sent the invoice for the Hartwell job."
+    text = "\n".join([*LINES[:3], invoice, *LINES[4:11], FAR_LINE, *LINES[11:]])
+
+    class Near(SetVectors):  # the query means what FAR_LINE says
+        async def embed(self, texts):
+            return await super().embed([QUERY if t == query else t for t in texts])
+
+    def whys(r) -> list[tuple[str, bool, bool]]:
+        return [(p.why, invoice in p.text, FAR_LINE in p.text) for p in r.memories[0].passages]
+
+    mem = await _open(tmp_path / "m.db", Near())
+    long = await mem.add(text)
+    await mem.add_many({"text": f"short note {i} about groceries"} for i in range(30))
+    await mem.embed_idle()
+    r = await mem.retrieve(query, max_tokens=200, trace=True)
+    assert r.items[0].id == long.id
+    assert whys(r) == [("best", True, False), ("meaning", False, True)]
+    await _close(mem)
+
+    plain = await Memory.open(await SqliteKv.open(tmp_path / "p.db"), clock=Clock(NOW))
+    await plain.add(text)
+    r = await plain.retrieve(query, max_tokens=200, trace=True)
+    assert [w for w, *_ in whys(r)] == ["best", "neighbour"] and FAR_LINE not in r.text
+    await plain.close()
+    await plain.kv.close()
