@@ -134,6 +134,13 @@ export function createAgentMemory(options = {}) {
     ? opened.then(() => conn.loadModels(dbName, asked, unlock))
     : Promise.resolve({});
   modelsLoaded.catch(() => {});
+  // Models live in the leader's worker too: a new leader loads them again (each client
+  // asks; loading is idempotent), BM25 only until they are ready, as at the first open.
+  const stopModelsTakeover = Object.keys(asked).length
+    ? conn.onTakeover(() => {
+        if (!closed) opened.then(() => conn.loadModels(dbName, asked, unlock)).catch(() => {});
+      })
+    : null;
 
   // `ready` rejects (boot_failed, wrong_key, ...) for whoever awaits it; a page that never
   // does (or code that ran where there is no Worker, e.g. during server rendering) is not
@@ -273,6 +280,7 @@ export function createAgentMemory(options = {}) {
     async close() {
       closed = true;
       stopTakeover?.();
+      stopModelsTakeover?.();
     },
   };
   return client;

@@ -146,3 +146,58 @@ def test_with_minilm_the_page_quotes_the_passage_nearest_by_meaning(harness):
         assert got["text"] == want["text"]
         assert got["tokens"] == want["tokens"]
         assert [[tuple(s) for s in m] for m in got["passages"]] == want["passages"]
+
+
+TAB = """async ([db]) => {
+  window.m = window.pymemory.createAgentMemory({ dbName: db, models: ["embedder"] });
+  window.loads = 0;  // how many times the embedder became ready for this tab
+  let was = null;
+  window.m.onStatus((s) => {
+    const now = s.models?.embedder ?? null;
+    if (now === "ready" && was !== "ready") window.loads += 1;
+    was = now;
+  });
+  await window.m.ready;
+  await window.m.modelsReady;
+  return window.m.status.role;
+}"""
+ASK = """async ([q, budget]) => {
+  const r = await window.m.retrieve(q, { maxTokens: budget });
+  return { text: r.text, mode: r.mode };
+}"""
+
+
+def test_two_tabs_with_minilm_quote_by_meaning_and_after_a_takeover_too(context, base_url):
+    """The leader tab stores the transcript and embeds its passages; a follower tab's
+    question that shares no word with the answer gets the passage nearest by meaning.
+    The leader closes; the follower takes over, opens the store from IndexedDB, loads
+    the embedder again in its own model worker and answers the same."""
+    from browserkit import watch_errors
+
+    pages = []
+    for _ in range(2):
+        page = context.new_page()
+        page.errors = watch_errors(page)
+        page.goto(f"{base_url}/web/pages/test/harness.html")
+        page.wait_for_function("document.body.dataset.loaded === '1'")
+        pages.append(page)
+    leader, follower = pages
+    assert leader.evaluate(TAB, ["passages-tabs"]) == "leader"
+    assert follower.evaluate(TAB, ["passages-tabs"]) == "follower"
+    leader.evaluate(
+        """async ([adds]) => {
+          for (const a of adds) await window.m.addMemory(a);
+          await window.pymemory.connection().call("passages-tabs", "modelsIdle", {});
+        }""",
+        [ADDS],
+    )
+    before = [follower.evaluate(ASK, list(q)) for q in MEANING_QUERIES]
+    assert all(r["mode"] == "hybrid" for r in before)
+    assert "super admin" in before[0]["text"] and "movers" in before[1]["text"]
+    leader.close()
+    assert follower.evaluate("window.loads") == 1
+    # The new leader's worker loads the embedder again (the client asks on the takeover).
+    follower.wait_for_function("window.m.status.role === 'leader' && window.loads === 2")
+    after = [follower.evaluate(ASK, list(q)) for q in MEANING_QUERIES]
+    assert after == before
+    assert follower.errors == []
