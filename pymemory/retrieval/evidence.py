@@ -148,7 +148,7 @@ def pack(
     passage's cosine to the query) says the passage stands out from its memory's others
     (:data:`MEANING_WEIGHT`), or :data:`NEIGHBOUR_WEIGHT` for the passage just before or
     after a matching one that was taken (the question before an answer, the answer after
-    a question). A passage neither matches nor lifts is neither taken nor offered, except
+    a question). A passage that neither matches nor stands out is not offered, except
     a memory's best (its first, when nothing tells: a memory found by meaning alone),
     worth 0. No passage is worth more than its memory, so memories are opened lazily,
     best first, while one could still beat what is queued."""
