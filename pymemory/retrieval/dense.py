@@ -304,9 +304,6 @@ class DenseIndex:
         return float(np.median(sample)) + float(standout)
 
 
-_NONE = np.zeros(0, dtype=np.int64)
-
-
 def _cosines(
     vectors: KvVectorStore, query: np.ndarray, ids: list[str | None], passages: bool
 ) -> np.ndarray:
@@ -314,11 +311,11 @@ def _cosines(
     ``passages`` the best of its own and its passages'."""
     raw = vectors.scores(query, vectors.slots_of(ids)).astype(np.float64)
     if passages and len(vectors.passages):
-        groups = [vectors.passage_slots(i) if i else _NONE for i in ids]
-        rows = np.concatenate([_NONE, *groups])
-        if len(rows):
-            owner = np.repeat(np.arange(len(ids)), [len(g) for g in groups])
-            np.fmax.at(raw, owner, vectors.passages.scores(query, rows))
+        groups = [vectors.passage_slots(i or "") for i in ids]
+        sizes = [len(g) for g in groups]
+        if sum(sizes):
+            owner = np.repeat(np.arange(len(ids)), sizes)
+            np.fmax.at(raw, owner, vectors.passages.scores(query, np.concatenate(groups)))
     return raw
 
 
