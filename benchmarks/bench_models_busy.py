@@ -7,6 +7,7 @@ worker's thread (``modelWorker: false``, the old design).
 Usage::
 
     python benchmarks/bench_models_busy.py [--items 10000] [--ops 40] [--backlog 50]
+        [--lines 1]
 
 "Idle": MiniLM is attached after ``--items`` memories were imported and has embedded all
 of them before the timing starts (each timed add then queues its own embedding only).
@@ -14,6 +15,9 @@ of them before the timing starts (each timed add then queues its own embedding o
 background) and SmolLM2 has ``--backlog`` new messages to refine. Every timing starts
 after one untimed retrieve (the query side's session). Each configuration runs in a fresh
 browser context. Needs ``python3 build.py setup``.
+
+``--lines N``: each memory (imported or added) is a transcript of N lines, so the
+embedder also has a vector per passage to make (issue 35).
 
 Issue 29 (background inference gives way to calls): the busy rows also report the
 background's model steps per second (generated tokens and embedding batches, from the call
@@ -131,7 +135,8 @@ def report(out: dict, args: argparse.Namespace) -> str:
         f"{json.dumps(out['machine'])}, load average {out['loadavg'][0]:.1f} -> "
         f"{out['loadavg'][1]:.1f}",
         "",
-        f"{args.items:,} items imported, {args.ops} add + retrieve pairs, summarizer backlog "
+        f"{args.items:,} items imported ({args.lines} line(s) each), {args.ops} add + retrieve "
+        "pairs, summarizer backlog "
         f"{args.backlog} (ms, p50 / p95; ratios of p50 to models off / models idle)",
         "",
         "| configuration | addMemory | retrieve | add ratio | retrieve ratio "
@@ -177,10 +182,16 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--ops", type=int, default=40)
     parser.add_argument("--backlog", type=int, default=50)
+    parser.add_argument("--lines", type=int, default=1,
+                        help="turns per memory: each a transcript of this many lines, so "
+                        "the embedder has a vector per passage to make")  # fmt: skip
     parser.add_argument("--only", help="rows to run, separated by ';' (models off always runs)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    docs, queries = make_corpus(args.items + args.ops + args.backlog, args.ops, seed=5)
+    n = (args.items + args.ops) * args.lines
+    docs, queries = make_corpus(n + args.backlog, args.ops, seed=5)
+    if args.lines > 1:
+        docs = ["\n".join(docs[i : i + args.lines]) for i in range(0, n, args.lines)] + docs[n:]
     text = export_text(docs[: args.items])
     adds = docs[args.items : args.items + args.ops]
     backlog = [

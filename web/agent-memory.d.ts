@@ -197,8 +197,9 @@ export interface Passage {
   start: number;
   end: number;
   /** "whole" (a short memory), "best" (its best match), "match" (another match),
-   * "neighbour" (context next to a match), "shortened" (the best sentence, to fit) */
-  why: "whole" | "best" | "match" | "neighbour" | "shortened";
+   * "meaning" (no query word, but it stands out by meaning: with an embedder),
+   * "neighbour" (context next to one of those), "shortened" (the best sentence, to fit) */
+  why: "whole" | "best" | "match" | "meaning" | "neighbour" | "shortened";
   /** its BM25 score for the query's terms (0: no term matched) */
   score: number;
   /** item.text.slice(start, end) */
