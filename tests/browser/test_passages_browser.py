@@ -197,7 +197,9 @@ def test_two_tabs_with_minilm_quote_by_meaning_and_after_a_takeover_too(context,
     leader.close()
     assert follower.evaluate("window.loads") == 1
     # The new leader's worker loads the embedder again (the client asks on the takeover).
-    follower.wait_for_function("window.m.status.role === 'leader' && window.loads === 2")
+    follower.wait_for_function(
+        "window.m.status.role === 'leader' && window.loads === 2", timeout=120_000
+    )  # a worker boot and a model load, on a busy machine
     after = [follower.evaluate(ASK, list(q)) for q in MEANING_QUERIES]
     assert after == before
     assert follower.errors == []
