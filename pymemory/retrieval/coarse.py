@@ -136,10 +136,6 @@ class SignCodes:
         assert self._words is not None
         return self._words
 
-    def codes(self, rows: np.ndarray) -> np.ndarray:
-        """The ``(n, width)`` uint8 codes of ``rows``, row by row (a copy)."""
-        return np.ascontiguousarray(self.words(rows).T).view(np.uint8)
-
     def put(self, rows: np.ndarray, slots: np.ndarray, values: np.ndarray) -> None:
         """``rows[slots] = values`` was just done: code those rows (if codes are kept)."""
         if self.synced(rows):

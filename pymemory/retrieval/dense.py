@@ -63,7 +63,7 @@ MAX_PASSAGE_VECTORS = 512
 #: dense candidate's cosine is the best of its own and of its passages among these (all
 #: of them in a store of up to ``PASSAGE_DEPTH x depth`` passages; beyond, a passage
 #: that is not among them is no better than the last one that is). 3 did no better than
-#: 1 on LoCoMo's tune half or the Chinese suite and made the search 1.4x slower.
+#: 1 on LoCoMo's tune half or the Chinese suite and made the passage search 1.7x slower.
 PASSAGE_DEPTH = 1
 
 

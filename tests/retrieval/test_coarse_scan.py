@@ -31,7 +31,8 @@ def short_lists(monkeypatch):
 
 
 def fresh_codes(store: InMemoryVectorStore) -> np.ndarray:
-    return sign_codes(store._rows, store._codes.width)
+    """The store's codes computed afresh, as word columns like the kept ones."""
+    return coarse.word_columns(sign_codes(store._rows, store._codes.width))
 
 
 def overlap_at_k(got: list[tuple[str, float]], exact: list[tuple[str, float]], k: int) -> float:
@@ -48,16 +49,16 @@ def test_codes_stay_in_step_through_add_replace_remove_and_growth(dtype, short_l
     assert store._codes.nbytes == 0  # nothing built before a large search
     assert store.search(rng.normal(size=dim), 5)
     assert store._codes.synced(store._rows)
-    assert store._codes.codes(store._rows).shape == (store._rows.shape[0], 16)
+    assert store._codes.words(store._rows).shape == (2, store._rows.shape[0])  # 16 bytes
 
     store.put([f"m{i:06d}" for i in range(0, 300, 3)], rng.normal(size=(100, dim)))  # replace
     store.remove([f"m{i:06d}" for i in range(1, 300, 7)])
     store.put([f"n{i}" for i in range(700)], rng.normal(size=(700, dim)))  # reuse + grow
     store.remove(["n699", "n698", "unknown"])  # trailing slots given back
     assert store._codes.synced(store._rows)  # kept up, not rebuilt
-    assert np.array_equal(store._codes.codes(store._rows), fresh_codes(store))
+    assert np.array_equal(store._codes.words(store._rows), fresh_codes(store))
     dead = ~store._alive
-    assert not store._codes.codes(store._rows)[dead].any()
+    assert not store._codes.words(store._rows)[:, dead].any()
 
 
 def test_a_replaced_matrix_is_coded_again(short_lists):
@@ -70,7 +71,7 @@ def test_a_replaced_matrix_is_coded_again(short_lists):
     assert not store._codes.synced(store._rows)
     q = rng.normal(size=32)
     assert store.search(q, 10) == other.search(q, 10)
-    assert np.array_equal(store._codes.codes(store._rows), fresh_codes(store))
+    assert np.array_equal(store._codes.words(store._rows), fresh_codes(store))
 
 
 def test_below_the_threshold_results_are_identical_to_the_exact_scan():
@@ -170,4 +171,4 @@ async def test_a_persisted_store_reopened_or_reloaded_searches_alike(short_lists
     again = await KvVectorStore.open(kv, 24)
     again.coarse_min_rows = 100
     assert [again.search(q, 5) for q in queries] == after
-    assert np.array_equal(again._codes.codes(again._rows), fresh_codes(again))
+    assert np.array_equal(again._codes.words(again._rows), fresh_codes(again))
